@@ -1,0 +1,61 @@
+"""flowgrad: the automatic differentiation of TensorFlow.js, in Python, on NumPy.
+
+>>> import flowgrad as tf
+>>> tf.grad(lambda x: x.square().add(x))(tf.scalar(3.0)).item()
+7.0
+
+Every public name is snake_case; the TF.js camelCase spelling (``tf.valueAndGrads``,
+``x.matMul``) resolves to the same object.
+"""
+import warnings as _warnings
+
+from . import dtypes
+from .engine import dispose, keep, memory, tidy
+from .errors import (ArgumentError, DisposedError, DtypeError, FlowgradError, GradientError,
+                     ShapeError, UnconnectedGradientError, VariableError)
+from .ops import OPS as _OPS
+from .tensor import Tensor, Variable, dispose_variables, variable
+from .gradients import (GradMap, GradientTape, custom_grad, grad, grads, value_and_grad,
+                        value_and_grads, variable_grads)
+from .names import camel_to_snake as _camel_to_snake
+
+__version__ = "0.1.0"
+
+# NOTE: NumPy warns on log(0), 0/0... TF.js does not; flowgrad returns the same -Inf/NaN
+# silently (debug tools find where they come from). Only warnings raised by flowgrad's own
+# kernels are silenced; the user's NumPy code keeps its warnings.
+_warnings.filterwarnings("ignore", category=RuntimeWarning, module=r"flowgrad\.")
+
+globals().update(_OPS)
+float32, float64, int32, bool_ = dtypes.float32, dtypes.float64, dtypes.int32, dtypes.bool_
+
+
+def print(x, verbose=False):  # noqa: A001 - the TF.js name
+    """Print a tensor as TF.js does (anything else is printed as is).
+
+    >>> import flowgrad as tf
+    >>> tf.print(tf.tensor([1, 2]))
+    Tensor
+        [1, 2]
+    """
+    import builtins
+    if isinstance(x, Tensor):
+        builtins.print(x.to_string(verbose))
+    else:
+        builtins.print(x)
+
+
+async def next_frame():
+    """Yield once to the asyncio event loop (TF.js ``tf.nextFrame()``)."""
+    import asyncio
+    await asyncio.sleep(0)
+
+
+def __getattr__(name):
+    snake = _camel_to_snake(name)
+    if snake != name and snake in globals():
+        return globals()[snake]
+    raise AttributeError(f"module 'flowgrad' has no attribute '{name}'")
+
+
+__all__ = sorted(n for n in globals() if not n.startswith("_"))

@@ -1,0 +1,170 @@
+"""``flowgrad demo``: the examples of the three seed tutorials, run and printed.
+
+Each example is the tutorial's TF.js code with only its spelling translated to Python.
+"""
+import contextlib
+import io
+import textwrap
+import traceback
+
+SEEDS = [
+    ("Custom gradients (tf.customGrad)", [
+        ("A square with its derivative written by hand", """
+            def square_fwd(x, save):
+                save([x])                    # keep x for grad_func
+                value = x.square()
+                def grad_func(dy, saved):
+                    x, = saved
+                    return dy.mul(x.mul(2))  # d(x^2)/dx = 2x
+                return {"value": value, "grad_func": grad_func}
+
+            custom_op = tf.custom_grad(square_fwd)
+            x = tf.tensor1d([1, 2, 3])
+            tf.grad(lambda x: custom_op(x).sum())(x).print()    # [2, 4, 6]
+        """),
+        ("A sum: one gradient per input", """
+            def add_fwd(a, b, save):
+                save([a, b])
+                return {"value": a.add(b), "grad_func": lambda dy, saved: [dy, dy]}
+
+            custom_add = tf.custom_grad(add_fwd)
+            da, db = tf.grads(lambda a, b: custom_add(a, b).sum())(
+                [tf.tensor1d([1, 2]), tf.tensor1d([3, 4])])
+            da.print()
+            db.print()
+        """),
+        ("exp, saving its output", """
+            def exp_fwd(x, save):
+                y = x.exp()
+                save([y])
+                return {"value": y, "grad_func": lambda dy, saved: dy.mul(saved[0])}
+
+            custom_exp = tf.custom_grad(exp_fwd)
+            x = tf.scalar(1.0)
+            tf.grad(custom_exp)(x).print()                 # e
+            tf.grad(tf.grad(custom_exp))(x).print()        # e again: the second order works
+        """),
+        ("ReLU with a threshold gradient", """
+            def clip_fwd(x, save):
+                save([x])
+                return {"value": x.relu(),
+                        "grad_func": lambda dy, saved: dy.mul(saved[0].greater(0).to_float())}
+
+            custom_clip = tf.custom_grad(clip_fwd)
+            tf.grad(lambda x: custom_clip(x).sum())(tf.tensor1d([-1, 0.5, 2])).print()
+        """),
+        ("A scaled gradient", """
+            def scaled_fwd(x, save):
+                save([x])
+                return {"value": x.square(),
+                        "grad_func": lambda dy, saved: dy.mul(saved[0].mul(2).mul(0.5))}
+
+            scaled_grad = tf.custom_grad(scaled_fwd)
+            tf.grad(lambda x: scaled_grad(x).sum())(tf.tensor1d([1, 2, 3])).print()  # x, not 2x
+        """),
+    ]),
+    ("Debugging gradients", [
+        ("variable_grads of a linear model's loss", """
+            w = tf.variable(tf.scalar(0.5))
+            b = tf.variable(tf.scalar(0))
+
+            def f(w, b):
+                def body():
+                    x = tf.tensor1d([1, 2, 3, 4])
+                    y = tf.tensor1d([1, 3, 5, 7])
+                    y_pred = x.mul(w).add(b)
+                    return y_pred.sub(y).square().mean()
+                return tf.tidy(body)
+
+            value, grads = tf.variable_grads(lambda: f(w, b))
+            print(value.data_sync())
+            print(grads[w].data_sync())
+            print(grads[b].data_sync())
+            tf.print(grads[w].clip_by_value(-1, 1))
+            w.dispose(); b.dispose()
+        """),
+        ("grads of a closure over two variables, then a manual update", """
+            x = tf.variable(tf.scalar(2))
+            y = tf.variable(tf.scalar(3))
+
+            def step():
+                f = lambda: x.square().add(y.square())
+                dx, dy = tf.grads(f)([x, y])
+                x.assign(x.sub(dx.mul(0.1)))
+                y.assign(y.sub(dy.mul(0.1)))
+            tf.tidy(step)
+            x.print()    # 2 - 0.1 * 4 = 1.6
+            y.print()    # 3 - 0.1 * 6 = 2.4
+            x.dispose(); y.dispose()
+        """),
+        ("memory(): tidy leaves nothing behind", """
+            before = tf.memory().num_tensors
+            for _ in range(100):
+                tf.tidy(lambda: tf.grad(lambda x: x.square().add(10))(tf.scalar(3.0)))
+            print("tensors before:", before, "after:", tf.memory().num_tensors)
+        """),
+    ]),
+    ("Derivatives and gradients", [
+        ("grad of x^2 + x at 3", """
+            x = tf.scalar(3.0)
+            f = lambda x: x.square().add(x)
+            grad_func = tf.grad(f)
+            dx = grad_func(x)
+            dx.print()   # 2*3 + 1 = 7
+        """),
+        ("grads of x^2 + y^2 at (2, 3)", """
+            f = lambda x, y: x.square().add(y.square())
+            grad_func = tf.grads(f)
+            dx, dy = grad_func([tf.scalar(2), tf.scalar(3)])
+            dx.print()   # 4
+            dy.print()   # 6
+        """),
+        ("value_and_grads of x^3 + x at 2", """
+            x = tf.scalar(2.0)
+            f = lambda x: x.pow(tf.scalar(3)).add(x)
+            value, grads = tf.value_and_grads(f)(x)
+            value.print()      # 10
+            grads[0].print()   # 3*2^2 + 1 = 13
+        """),
+        ("tidy frees intermediates", """
+            def body():
+                x = tf.scalar(2.0)
+                y = tf.scalar(3.0)
+                z = x.mul(y).add(x)
+                z.print()   # 8
+            tf.tidy(body)
+        """),
+        ("Higher-order derivatives", """
+            x = tf.scalar(2.0)
+            f = lambda x: x.pow(tf.scalar(3))
+            df = tf.grad(f)
+            d2f = tf.grad(df)
+            df(x).print()    # 3x^2 = 12
+            d2f(x).print()   # 6x = 12
+        """),
+    ]),
+]
+
+
+def run_example(code, namespace):
+    """Run one example; returns what it printed (or the error it raised)."""
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        try:
+            exec(compile(code, "<example>", "exec"), namespace)
+        except Exception:  # shown to the user: the demo goes on
+            traceback.print_exc(limit=1, file=out)
+    return out.getvalue()
+
+
+def run(show_code=True, out=print):
+    """Print every seed example: its code (``|``) and what it printed (``>``)."""
+    import flowgrad as tf
+    for title, examples in SEEDS:
+        out(f"\n=== {title} ===")
+        for name, code in examples:
+            code = textwrap.dedent(code).strip("\n")
+            out(f"\n--- {name}")
+            if show_code:
+                out(textwrap.indent(code, "  | ", lambda line: True))
+            out(textwrap.indent(run_example(code, {"tf": tf}).rstrip(), "  > "))

@@ -1,0 +1,98 @@
+"""dtypes: float32 (the default), float64, int32, bool, and how they combine.
+
+TF.js promotes the two operands of a binary op to a common dtype in the order
+bool < int32 < float32; flowgrad extends the chain with float64 on top. A Python number
+behaves like a float32 tensor (as a JS number does), so ``int32 + 1`` is float32, while
+``float64 + 1`` stays float64.
+"""
+import numpy as np
+
+from .errors import DtypeError
+
+float32 = "float32"
+float64 = "float64"
+int32 = "int32"
+bool_ = "bool"
+
+DTYPES = (bool_, int32, float32, float64)
+NP = {float32: np.dtype(np.float32), float64: np.dtype(np.float64),
+      int32: np.dtype(np.int32), bool_: np.dtype(np.bool_)}
+# numpy dtype -> flowgrad name, for kernel outputs (which must already be one of ours)
+NAME = {v: k for k, v in NP.items()}
+_RANK = {bool_: 0, int32: 1, float32: 2, float64: 3}
+FLOATS = (float32, float64)
+
+_ALIASES = {"float": float32, "float32": float32, "float64": float64, "double": float64,
+            "int": int32, "int32": int32, "bool": bool_, "boolean": bool_}
+
+
+def canonical(dtype, where="dtype"):
+    """The flowgrad name of ``dtype`` (a name, a NumPy dtype or a Python type).
+
+    >>> canonical(np.float64), canonical(int), canonical("bool")
+    ('float64', 'int32', 'bool')
+    """
+    if dtype is None:
+        return None
+    if isinstance(dtype, str):
+        name = _ALIASES.get(dtype)
+        if name is not None:
+            return name
+    elif dtype is float:
+        return float32
+    elif dtype is int:
+        return int32
+    elif dtype is bool:
+        return bool_
+    else:
+        try:
+            return from_numpy(np.dtype(dtype))
+        except TypeError:
+            pass
+    raise DtypeError(f"Unknown {where} {dtype!r}: flowgrad supports "
+                     f"'float32', 'float64', 'int32' and 'bool'.")
+
+
+def from_numpy(npdtype):
+    """The flowgrad dtype that stores a NumPy array of dtype ``npdtype``.
+
+    Floats keep float64 and become float32 otherwise; integers become int32.
+
+    >>> from_numpy(np.dtype(np.int64))
+    'int32'
+    """
+    name = NAME.get(npdtype)
+    if name is not None:
+        return name
+    kind = npdtype.kind
+    if kind == "f":
+        return float64 if npdtype.itemsize > 8 else float32
+    if kind in "iu":
+        return int32
+    if kind == "b":
+        return bool_
+    raise DtypeError(f"NumPy dtype {npdtype} has no flowgrad equivalent: flowgrad supports "
+                     f"float32, float64, int32 and bool (strings and complex numbers are not "
+                     f"supported).")
+
+
+def promote(a, b):
+    """The common dtype of two operands.
+
+    >>> promote("int32", "float32"), promote("float32", "float64")
+    ('float32', 'float64')
+    """
+    return a if _RANK[a] >= _RANK[b] else b
+
+
+def is_float(dtype):
+    """True for float32 and float64."""
+    return dtype == float32 or dtype == float64
+
+
+def grad_dtype(dtype):
+    """The dtype of a gradient with respect to a tensor of ``dtype``.
+
+    Floats keep their dtype; int32 and bool tensors get float32 gradients (as in TF.js).
+    """
+    return dtype if dtype == float64 else float32

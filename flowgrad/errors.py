@@ -1,0 +1,38 @@
+"""Every error flowgrad raises.
+
+Messages say what was wrong, with the values involved, and how to fix it. Where TF.js has a
+message for the same case its words are kept, so a search for the TF.js text finds ours too.
+Each class also derives from the closest built-in exception, so ``except ValueError`` works.
+"""
+
+
+class FlowgradError(Exception):
+    """Base class of every flowgrad error."""
+
+
+class DisposedError(FlowgradError, ValueError):
+    """A tensor was used after ``dispose()`` or after the ``tidy`` that owned it ended."""
+
+
+class ArgumentError(FlowgradError, TypeError):
+    """An argument has the wrong type (not a Tensor or TensorLike, not a function...)."""
+
+
+class DtypeError(FlowgradError, TypeError):
+    """An argument has a dtype the operation does not accept."""
+
+
+class ShapeError(FlowgradError, ValueError):
+    """Shapes that do not fit together (broadcasting, reshape, matmul, dy...)."""
+
+
+class GradientError(FlowgradError):
+    """A gradient could not be computed (bad gradient rule, bad custom gradient, ...)."""
+
+
+class UnconnectedGradientError(GradientError):
+    """An input of a gradient function does not influence its output."""
+
+
+class VariableError(FlowgradError, ValueError):
+    """Variable registry problems: duplicate names, bad assign."""

@@ -1,0 +1,571 @@
+"""The gradient API: grad, grads, value_and_grad(s), variable_grads, custom_grad,
+GradientTape.
+
+All of them run f while the engine records (TF.js's rule: only ops inside a gradient
+function are recorded), then backprop from f's result. Nested calls record the inner
+backward pass, which is how grad(grad(f)) works, to any order.
+"""
+import inspect
+
+from . import dtypes
+from . import engine as E
+from .errors import ArgumentError, DtypeError, GradientError, UnconnectedGradientError
+from .names import Result
+from .ops import OPS, PRIMITIVES
+from .tape import backprop, check_dy_shape
+from .tensor import Tensor, Variable, _VARIABLES, convert
+
+_fill = OPS["fill"]
+_cast = OPS["cast"]
+
+
+# ---------------------------------------------------------------- helpers
+
+def _arity(f):
+    """How many positional arguments f takes (None: any number)."""
+    try:
+        sig = inspect.signature(f)
+    except (TypeError, ValueError):
+        return None
+    n = 0
+    for p in sig.parameters.values():
+        if p.kind is p.VAR_POSITIONAL:
+            return None
+        if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD):
+            n += 1
+    return n
+
+
+def _call(f, arity, args):
+    # seed 001 differentiates a zero-argument closure: pass only what f accepts
+    if arity is not None and arity < len(args):
+        args = args[:arity]
+    return f(*args)
+
+
+def _seed(y, dy, api, shape_prefix):
+    gdt = dtypes.grad_dtype(y.dtype)
+    if dy is None:
+        return _fill(y.shape, 1, gdt)
+    dy = convert(dy, "dy", api)
+    if dy.dtype not in dtypes.FLOATS:
+        raise DtypeError(f"dy must have a float dtype ('float32' or 'float64'), but has "
+                         f"'{dy.dtype}'")
+    check_dy_shape(dy.shape, y.shape, shape_prefix)
+    return dy if dy.dtype == gdt else _cast(dy, gdt)
+
+
+def _describe(t):
+    return f"a {t.dtype} tensor of shape {t.shape}"
+
+
+def _unconnected(xs, connected, y, api, names):
+    missing = [i for i, c in enumerate(connected) if not c]
+    head = ("Cannot compute gradient of y=f(x) with respect to x. Make sure that the f you "
+            "passed encloses all operations that lead from x to y.")
+    if len(missing) < len(xs):
+        head = ("Cannot compute gradient of y=f(x) with respect to x. Make sure that\n"
+                "    the f you passed encloses all operations that lead from x to y.")
+    which = "; ".join(f"{names(i)} ({_describe(xs[i])})" for i in missing)
+    if y._node is None or not getattr(y._node, "inputs", ()):
+        why = ("f's result was not computed by any op inside f: f returned a constant, or a "
+               "tensor computed before f was called")
+    else:
+        why = "f's result does not depend on it"
+    msg = (f"{head}\n  {api}: {which} {'is' if len(missing) == 1 else 'are'} not connected to "
+           f"f's output ({why}). f must compute its result from its inputs inside f: a tensor "
+           f"computed from x before calling {api.split('(')[0]} is a constant, and "
+           f"stop_gradient() cuts the path. Pass allow_unconnected=True to get zeros instead.")
+    return UnconnectedGradientError(msg)
+
+
+def _gradients(run_f, xs, dy, api, shape_prefix, allow_unconnected, names):
+    """Record run_f(), backprop to xs. Returns (y, grads); unconnected inputs raise or get
+    zeros."""
+    if not xs:
+        raise ArgumentError("gradients() received an empty list of xs.")
+    sess, owner = E.begin_recording()
+    try:
+        try:
+            y = run_f()
+        finally:
+            E.end_recording()
+        if not isinstance(y, Tensor):
+            raise GradientError(f"The result y returned by f() must be a tensor (got "
+                                f"{type(y).__name__}). {api}: make f return the tensor to "
+                                f"differentiate.")
+        seed = _seed(y, dy, api, shape_prefix)
+        grads, connected = backprop(y, seed, xs, sess)
+    finally:
+        if owner:
+            sess.release()
+    if not all(connected) and not allow_unconnected:
+        raise _unconnected(xs, connected, y, api, names)
+    out = []
+    for x, g, c in zip(xs, grads, connected):
+        if g is None:
+            g = _fill(x.shape, 0, dtypes.grad_dtype(x.dtype))
+        out.append(g)
+    return y, out
+
+
+def _check_f(f, api):
+    if not callable(f):
+        raise ArgumentError(f"The f passed in {api}(f) must be a function")
+
+
+def _as_args(args, api):
+    if isinstance(args, Tensor):
+        return [args]
+    if isinstance(args, (list, tuple)):
+        return [convert(a, f"args[{i}]", api) for i, a in enumerate(args)]
+    raise ArgumentError(f"The args passed in {api}(f)(args) must be an array of `Tensor`s or "
+                        f"`TensorLike`s (got {type(args).__name__})")
+
+
+# ---------------------------------------------------------------- grad / grads
+
+def grad(f, allow_unconnected=False):
+    """The gradient function of f: ``grad(f)(x, dy=None)`` is d(sum(dy·f(x)))/dx.
+
+    f need not return a scalar (dy defaults to ones). Nest for higher order.
+
+    >>> import flowgrad as tf
+    >>> tf.grad(lambda x: x.square().add(x))(tf.scalar(3.0)).item()
+    7.0
+    >>> tf.grad(tf.grad(lambda x: x ** 3))(tf.scalar(2.0)).item()
+    12.0
+    """
+    _check_f(f, "grad")
+    arity = _arity(f)
+
+    def grad_f(x, dy=None):
+        def body():
+            xt = convert(x, "x", "tf.grad")
+            _, gs = _gradients(lambda: _call(f, arity, [xt]), [xt], dy, "grad(f)(x)",
+                               "The shape of dy passed in grad(f)(x, dy) must match the "
+                               "shape returned by f(x)", allow_unconnected, lambda i: "x")
+            return gs[0]
+        return E.tidy(body)
+
+    grad_f.__name__ = f"grad({getattr(f, '__name__', 'f')})"
+    return grad_f
+
+
+def grads(f, allow_unconnected=False):
+    """The gradients of f with respect to each argument: ``grads(f)([x1, x2], dy=None)``.
+
+    f receives the arguments spread (as many as it takes: a closure over variables may take
+    none). A bare tensor means ``[x]``.
+
+    >>> import flowgrad as tf
+    >>> dx, dy = tf.grads(lambda x, y: x.square() + y.square())([tf.scalar(2.0), tf.scalar(3.0)])
+    >>> dx.item(), dy.item()
+    (4.0, 6.0)
+    """
+    _check_f(f, "grads")
+    arity = _arity(f)
+
+    def grads_f(args, dy=None):
+        def body():
+            xs = _as_args(args, "grads")
+            _, gs = _gradients(lambda: _call(f, arity, xs), xs, dy, "grads(f)([x1,...])",
+                               "The shape of dy passed in grads(f)([x1,...], dy) must match "
+                               "the shape returned by f([x1,...])", allow_unconnected,
+                               lambda i: f"args[{i}]")
+            return gs
+        return E.tidy(body)
+
+    grads_f.__name__ = f"grads({getattr(f, '__name__', 'f')})"
+    return grads_f
+
+
+def value_and_grad(f, allow_unconnected=False):
+    """Like ``grad``, returning both: ``value, g = value_and_grad(f)(x)`` (also ``.value``
+    and ``.grad``).
+
+    >>> import flowgrad as tf
+    >>> r = tf.value_and_grad(lambda x: x.square())(tf.scalar(3.0))
+    >>> r.value.item(), r.grad.item()
+    (9.0, 6.0)
+    """
+    _check_f(f, "value_and_grad")
+    arity = _arity(f)
+
+    def vg(x, dy=None):
+        def body():
+            xt = convert(x, "x", "value_and_grad")
+            y, gs = _gradients(lambda: _call(f, arity, [xt]), [xt], dy,
+                               "value_and_grad(f)(x)",
+                               "The shape of dy passed in value_and_grad(f)(x, dy) must match "
+                               "the shape returned by f(x)", allow_unconnected,
+                               lambda i: "x")
+            return Result(value=y, grad=gs[0])
+        return E.tidy(body)
+
+    return vg
+
+
+def value_and_grads(f, allow_unconnected=False):
+    """Like ``grads``, returning the value too: ``value, grads = value_and_grads(f)(args)``.
+
+    >>> import flowgrad as tf
+    >>> value, (g,) = tf.value_and_grads(lambda x: x ** 3 + x)(tf.scalar(2.0))
+    >>> value.item(), g.item()
+    (10.0, 13.0)
+    """
+    _check_f(f, "value_and_grads")
+    arity = _arity(f)
+
+    def vgs(args, dy=None):
+        def body():
+            xs = _as_args(args, "value_and_grads")
+            y, gs = _gradients(lambda: _call(f, arity, xs), xs, dy,
+                               "value_and_grads(f)([x1,...])",
+                               "The shape of dy passed in value_and_grads(f)([x1,...], dy) "
+                               "must match the shape returned by f([x1,...])",
+                               allow_unconnected, lambda i: f"args[{i}]")
+            return Result(value=y, grads=gs)
+        return E.tidy(body)
+
+    return vgs
+
+
+# ---------------------------------------------------------------- variables
+
+class GradMap(dict):
+    """Gradients keyed by variable name; the Variable itself works as a key too
+    (``grads[w]``, as the seed tutorials write it)."""
+
+    @staticmethod
+    def _key(k):
+        return k.name if isinstance(k, Variable) else k
+
+    def __getitem__(self, k):
+        return dict.__getitem__(self, self._key(k))
+
+    def __contains__(self, k):
+        return dict.__contains__(self, self._key(k))
+
+    def get(self, k, default=None):
+        return dict.get(self, self._key(k), default)
+
+
+def variable_grads(f, var_list=None):
+    """The value of f() (a scalar) and its gradients with respect to trainable variables:
+    ``value, grads = variable_grads(f)``; ``grads[w]`` or ``grads["w"]``.
+
+    Variables f does not use are absent from grads.
+
+    >>> import flowgrad as tf
+    >>> w = tf.variable(tf.scalar(3.0), name="w_vg_doc")
+    >>> value, grads = tf.variable_grads(lambda: w.square())
+    >>> value.item(), grads[w].item()
+    (9.0, 6.0)
+    >>> w.dispose()
+    """
+    _check_f(f, "variableGrads")
+    if var_list is None:
+        var_list = list(_VARIABLES.values())
+        explicit = False
+    else:
+        if not isinstance(var_list, (list, tuple)) or not all(isinstance(v, Variable)
+                                                              for v in var_list):
+            raise ArgumentError("The varList passed in variableGrads(f, varList) must be an "
+                                "array of variables")
+        explicit = True
+    n = len(var_list)
+    frozen = [v for v in var_list if not v.trainable] if explicit else []
+    train = [v for v in var_list if v.trainable and not v.is_disposed]
+    if not train:
+        raise GradientError(f"variableGrads() expects at least one of the input variables to "
+                            f"be trainable, but none of the {n} variables is trainable.")
+
+    y, gs = E.tidy(lambda: _variable_pass(f, train))
+    if all(g is None for g in gs):
+        raise GradientError(
+            "Cannot find a connection between any variable and the result of the loss function "
+            "y=f(x). Please make sure the operations that use variables are inside the function "
+            "f passed to minimize(). (Only tf.variable(...) objects are trained: if f uses "
+            "plain tensors, create the parameters with tf.variable.)")
+    if y.rank != 0:
+        raise GradientError(f"The f passed in variableGrads(f) must return a scalar, but it "
+                            f"returned a rank-{y.rank} tensor")
+    out = GradMap()
+    for v, g in zip(train, gs):
+        if g is not None:
+            out[v.name] = g
+    for v in frozen:
+        out[v.name] = None
+    return Result(value=y, grads=out)
+
+
+def _variable_pass(f, train):
+    sess, owner = E.begin_recording()
+    try:
+        try:
+            y = f()
+        finally:
+            E.end_recording()
+        if not isinstance(y, Tensor):
+            raise GradientError(f"The result y returned by f() must be a tensor (got "
+                                f"{type(y).__name__}). variable_grads(f): make f return the "
+                                f"loss.")
+        seed = _fill(y.shape, 1, dtypes.grad_dtype(y.dtype))
+        grads, connected = backprop(y, seed, train, sess)
+    finally:
+        if owner:
+            sess.release()
+    out = []
+    for v, g, c in zip(train, grads, connected):
+        if g is None and c:
+            g = _fill(v.shape, 0, dtypes.grad_dtype(v.dtype))
+        out.append(g)
+    return [y, out]
+
+
+# ---------------------------------------------------------------- custom gradients
+
+def _custom_vjp(dy, *inputs, grad_func, saved, name, arity):
+    return grad_func(dy, saved) if arity is None or arity >= 2 else grad_func(dy)
+
+
+_CUSTOM = E.Primitive("CustomGradient", None, strict=True)
+_CUSTOM.def_vjp(_custom_vjp)
+PRIMITIVES["CustomGradient"] = _CUSTOM
+
+
+def custom_grad(f):
+    """An op whose gradient you define: f(*inputs, save) returns
+    ``{"value": y, "grad_func": g}`` (or ``(y, g)``), and ``g(dy, saved)`` returns one
+    gradient per input. ``save([tensors])`` keeps tensors for g.
+
+    The gradient function is itself differentiated when an outer gradient is recording, and
+    tensors f computed (saved or captured) stay usable and connected.
+
+    >>> import flowgrad as tf
+    >>> def square(x, save):
+    ...     save([x])
+    ...     return {"value": x.square(), "grad_func": lambda dy, saved: dy * saved[0] * 2}
+    >>> op = tf.custom_grad(square)
+    >>> tf.grad(lambda x: op(x).sum())(tf.tensor([1, 2, 3])).print()
+    Tensor
+        [2, 4, 6]
+    """
+    if not callable(f):
+        raise ArgumentError("The f passed in customGrad(f) must be a function.")
+    name = getattr(f, "__name__", "custom_grad")
+    if name == "<lambda>":
+        name = "custom_grad"
+
+    def op(*inputs):
+        xs = []
+        for i, x in enumerate(inputs):
+            if not isinstance(x, Tensor):
+                try:
+                    x = convert(x, str(i), name)
+                except ArgumentError:
+                    raise ArgumentError(f"The args passed in customGrad(f)(x1, x2,...) must all "
+                                        f"be tensors (argument {i} is "
+                                        f"{type(x).__name__})") from None
+            xs.append(x)
+        saved = []
+
+        def save(tensors):
+            if isinstance(tensors, Tensor):
+                tensors = [tensors]
+            if not isinstance(tensors, (list, tuple)) or not all(isinstance(t, Tensor)
+                                                                  for t in tensors):
+                raise ArgumentError("save() takes a list of tensors: save([x, y])")
+            saved[:] = list(tensors)
+
+        out = f(*xs, save)
+        value, grad_func = _parse_custom(out)
+        if not E._recording or not xs:
+            return value
+        y = E.make_tensor(value._array())
+        E.share_buffer(value, y)
+        E.record(_CUSTOM, xs, y, {"grad_func": grad_func, "saved": saved, "name": name,
+                                  "arity": _arity(grad_func)})
+        return y
+
+    op.__name__ = name
+    op.__doc__ = f.__doc__
+    return op
+
+
+def _parse_custom(out):
+    head = "The function f passed in customGrad(f) must return an object where"
+    if isinstance(out, dict):
+        value = out.get("value")
+        grad_func = out.get("grad_func", out.get("gradFunc"))
+    elif isinstance(out, (tuple, list)) and len(out) == 2:
+        value, grad_func = out
+    else:
+        value = getattr(out, "value", None)
+        grad_func = getattr(out, "grad_func", getattr(out, "gradFunc", None))
+    if not isinstance(value, Tensor):
+        raise GradientError(f"{head} `obj.value` is a tensor (f returned "
+                            f"{type(out).__name__}; return {{'value': y, 'grad_func': g}} or "
+                            f"(y, g))")
+    if not callable(grad_func):
+        raise GradientError(f"{head} `obj.grad_func` is a function.")
+    return value, grad_func
+
+
+# ---------------------------------------------------------------- GradientTape
+
+class GradientTape:
+    """TF-Python style recording: ops run inside ``with tf.GradientTape() as tape:`` are
+    recorded, and ``tape.gradient(target, sources)`` differentiates them afterwards.
+
+    Trainable variables are watched automatically; other tensors created outside the tape
+    need ``tape.watch(x)``. Unwatched or unconnected sources get None (or zeros with
+    ``unconnected_gradients="zero"``).
+
+    >>> import flowgrad as tf
+    >>> x = tf.scalar(3.0)
+    >>> with tf.GradientTape() as tape:
+    ...     tape.watch(x)
+    ...     y = x * x
+    >>> tape.gradient(y, x).item()
+    6.0
+    """
+
+    def __init__(self, persistent=False, watch_accessed_variables=True):
+        self.persistent = bool(persistent)
+        self.watch_accessed_variables = bool(watch_accessed_variables)
+        self._watched = {}
+        self._sess = None
+        self._owner = False
+        self._active = False
+        self._used = False
+
+    def __enter__(self):
+        if self._active:
+            raise GradientError("This GradientTape is already recording (nested "
+                                "'with tape:' of the same tape).")
+        self._sess, self._owner = E.begin_recording()
+        self._active = True
+        self._used = False
+        return self
+
+    def __exit__(self, exc_type, exc, tb):
+        E.end_recording()
+        self._active = False
+        if exc_type is not None or (self._used and not self.persistent):
+            self._release()
+        return False
+
+    def watch(self, tensor):
+        """Differentiate with respect to ``tensor`` (or every tensor of a list)."""
+        for t in E.walk_tensors(tensor):
+            self._watched[id(t)] = t
+
+    def watched_variables(self):
+        """The variables explicitly watched."""
+        return [t for t in self._watched.values() if isinstance(t, Variable)]
+
+    def _is_watched(self, t):
+        if id(t) in self._watched:
+            return True
+        if self.watch_accessed_variables and isinstance(t, Variable) and t.trainable:
+            return True
+        n = t._node
+        return n is not None and n.sess is self._sess
+
+    def gradient(self, target, sources, output_gradients=None, unconnected_gradients="none"):
+        """d target / d sources, in the structure of ``sources`` (a tensor, list, tuple or
+        dict). A list of targets is differentiated as their sum."""
+        if self._sess is None:
+            raise GradientError("GradientTape.gradient() called before the tape recorded "
+                                "anything: use 'with tf.GradientTape() as tape:' first.")
+        if self._used and not self.persistent:
+            raise GradientError("A non-persistent GradientTape can only be used to compute one "
+                                "set of gradients (or jacobians); pass persistent=True to "
+                                "call gradient() several times.")
+        if unconnected_gradients not in ("none", "zero"):
+            raise ArgumentError("unconnected_gradients must be 'none' or 'zero'")
+        if not self._sess.alive:
+            raise GradientError("This GradientTape's recording was already released.")
+        flat = list(E.walk_tensors(sources))
+        if not flat:
+            raise ArgumentError("GradientTape.gradient(): sources must be tensors, or lists, "
+                                "tuples or dicts of tensors")
+        targets = list(E.walk_tensors(target))
+        if not targets:
+            raise ArgumentError("GradientTape.gradient(): target must be a tensor (or a list "
+                                "of tensors)")
+        if output_gradients is not None:
+            ogs = list(output_gradients) if isinstance(output_gradients, (list, tuple)) \
+                else [output_gradients]
+            if len(ogs) != len(targets):
+                raise ArgumentError(f"output_gradients must have one entry per target "
+                                    f"({len(targets)}), got {len(ogs)}")
+        else:
+            ogs = [None] * len(targets)
+        watched = [self._is_watched(s) for s in flat]
+        total = [None] * len(flat)
+        for y, og in zip(targets, ogs):
+            seed = _seed(y, og, "GradientTape.gradient",
+                         "The shape of output_gradients passed to GradientTape.gradient must "
+                         "match the shape of target")
+            gs, _ = backprop(y, seed, flat, self._sess)
+            for i, g in enumerate(gs):
+                if g is not None and watched[i]:
+                    total[i] = g if total[i] is None else total[i] + g
+        self._used = True
+        if not self.persistent and not self._active:
+            self._release()
+        if unconnected_gradients == "zero":
+            total = [g if g is not None else _fill(s.shape, 0, dtypes.grad_dtype(s.dtype))
+                     for g, s in zip(total, flat)]
+        return _restructure(sources, iter(total))
+
+    def stop_recording(self):
+        """A context in which ops are not recorded by this tape."""
+        tape = self
+
+        class _Pause:
+            def __enter__(self_inner):
+                if tape._active:
+                    E.end_recording()
+
+            def __exit__(self_inner, *exc):
+                if tape._active:
+                    E._depth += 1
+                    E._recording = True
+                return False
+        return _Pause()
+
+    def reset(self):
+        """Forget what was recorded so far (the tape keeps recording if active)."""
+        if self._active:
+            raise GradientError("reset() inside the 'with' block is not supported: start a "
+                                "new tape instead.")
+        self._release()
+        self._sess = None
+        self._watched.clear()
+
+    def _release(self):
+        if self._owner and self._sess is not None:
+            self._sess.release()
+
+    def __del__(self):
+        try:
+            if not self._active:
+                self._release()
+        except Exception:
+            pass
+
+
+def _restructure(template, it):
+    if isinstance(template, Tensor):
+        return next(it)
+    if isinstance(template, dict):
+        return {k: _restructure(v, it) for k, v in template.items()}
+    if isinstance(template, tuple):
+        return tuple(_restructure(v, it) for v in template)
+    if isinstance(template, list):
+        return [_restructure(v, it) for v in template]
+    return template

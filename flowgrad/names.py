@@ -1,0 +1,77 @@
+"""TF.js spellings: camelCase names resolve to flowgrad's snake_case ones.
+
+``tf.valueAndGrads``, ``x.matMul`` and ``memory().numTensors`` find the same objects as
+``tf.value_and_grads``, ``x.mat_mul`` and ``memory().num_tensors``, without doubling what
+``dir()`` and autocompletion show.
+"""
+
+_SPECIAL = {"isNaN": "is_nan", "as1D": "as1d", "as2D": "as2d", "as3D": "as3d",
+            "as4D": "as4d", "as5D": "as5d", "toString": "to_string"}
+
+
+def camel_to_snake(name):
+    """``valueAndGrads`` -> ``value_and_grads``; ``as1D`` -> ``as1d``; ``tensor2d`` unchanged.
+
+    >>> camel_to_snake("variableGrads"), camel_to_snake("isNaN"), camel_to_snake("basicLSTMCell")
+    ('variable_grads', 'is_nan', 'basic_lstm_cell')
+    """
+    special = _SPECIAL.get(name)
+    if special is not None:
+        return special
+    out = []
+    n = len(name)
+    for i, c in enumerate(name):
+        if c.isupper():
+            prev = name[i - 1] if i else ""
+            if i and (prev.islower() or prev.isdigit()):
+                out.append("_")
+            elif i and prev.isupper() and i + 1 < n and name[i + 1].islower():
+                out.append("_")
+            out.append(c.lower())
+        else:
+            out.append(c)
+    return "".join(out)
+
+
+class Result:
+    """A small result object: attributes, ``r["key"]``, camelCase keys, and unpacking.
+
+    >>> r = Result(value=1, grads=[2])
+    >>> value, grads = r
+    >>> r.value, r["grads"], r.grads == grads
+    (1, [2], True)
+    """
+    _fields = ()
+
+    def __init__(self, **fields):
+        object.__setattr__(self, "_fields", tuple(fields))
+        for k, v in fields.items():
+            object.__setattr__(self, k, v)
+
+    def __getattr__(self, name):
+        snake = camel_to_snake(name)
+        if snake != name and snake in self._fields:
+            return object.__getattribute__(self, snake)
+        raise AttributeError(f"{type(self).__name__} has no attribute '{name}' "
+                             f"(it has {', '.join(self._fields)})")
+
+    def __getitem__(self, key):
+        if isinstance(key, int):
+            return getattr(self, self._fields[key])
+        return getattr(self, key)
+
+    def __iter__(self):
+        return iter(tuple(getattr(self, k) for k in self._fields))
+
+    def __len__(self):
+        return len(self._fields)
+
+    def keys(self):
+        return list(self._fields)
+
+    def __flowgrad_tensors__(self):
+        return [getattr(self, k) for k in self._fields]
+
+    def __repr__(self):
+        inner = ", ".join(f"{k}={getattr(self, k)!r}" for k in self._fields)
+        return f"{type(self).__name__}({inner})"

@@ -1,0 +1,241 @@
+"""How ops are declared: the op table and the helpers every family file uses.
+
+A primitive is declared once, its forward kernel beside its gradient rule::
+
+    @unary("Exp", save_y=True)
+    def exp(B, x):                  # the kernel, on backend arrays
+        return B.exp(x)
+
+    @exp.vjp
+    def _(dy, x, y):                # the rule, in flowgrad ops: higher order for free
+        return dy * y
+
+``unary``/``binary`` build the public function (``tf.exp``), the Tensor method
+(``x.exp()``) and the table entry the tests walk. Ops with attributes declare the kernel
+with ``@primitive`` and write the public function by hand, right after it.
+"""
+import numpy as np
+
+from .. import dtypes
+from .. import engine as E
+from ..errors import ArgumentError, DtypeError
+from ..tensor import Tensor, convert
+
+OPS = {}         # public name -> function: everything exported as tf.<name>
+PRIMITIVES = {}  # kernel name -> Primitive
+FLOATS = frozenset(dtypes.FLOATS)
+f32 = dtypes.float32
+
+
+def export(fn=None, *, method=True, name=None, alias=()):
+    """Register a public op: ``tf.<name>`` and (``method=True``) ``Tensor.<name>``."""
+    def deco(f):
+        n = name or f.__name__.rstrip("_")
+        OPS[n] = f
+        for a in alias:
+            OPS[a] = f
+        if method:
+            setattr(Tensor, n, f)
+            for a in alias:
+                setattr(Tensor, a, f)
+        return f
+    return deco(fn) if fn is not None else deco
+
+
+def primitive(name, **flags):
+    """Decorator: make a forward kernel ``fwd(B, *arrays, **attrs)`` a Primitive."""
+    def deco(fwd):
+        p = E.Primitive(name, fwd, **flags)
+        PRIMITIVES[name] = p
+        return p
+    return deco
+
+
+def run(prim, *inputs, **attrs):
+    """Run a primitive on tensors (attrs as keywords)."""
+    return E.run_kernel(prim, inputs, attrs or None)
+
+
+def _finish(public, prim, kernel, opname, method):
+    public.__name__ = public.__qualname__ = opname
+    public.__doc__ = kernel.__doc__
+    public.__module__ = kernel.__module__
+    public.prim = prim
+    public.vjp = prim.def_vjp
+    export(public, method=method, name=opname)
+    return public
+
+
+def as_float(x, opname, arg="x"):
+    """x as a float tensor: int32 and bool become float32 (TF.js does so for exp and erf,
+    and flowgrad does it for every op that is only defined on reals)."""
+    if not isinstance(x, Tensor):
+        x = convert(x, arg, opname)
+    if x.dtype not in FLOATS:
+        x = cast(x, f32)
+    return x
+
+
+def as_numeric(x, opname, arg="x"):
+    """x as a number tensor: bool becomes int32, everything else is kept."""
+    if not isinstance(x, Tensor):
+        x = convert(x, arg, opname)
+    if x.dtype == dtypes.bool_:
+        x = cast(x, dtypes.int32)
+    return x
+
+
+def as_tensor(x, opname, arg="x"):
+    return x if isinstance(x, Tensor) else convert(x, arg, opname)
+
+
+def unary(name, *, policy="float", method=True, **flags):
+    """Declare an elementwise one-input op.
+
+    policy: "float" (int/bool inputs become float32), "numeric" (bool becomes int32),
+    "any" (every dtype as is).
+    """
+    def deco(kernel):
+        prim = primitive(name, **flags)(kernel)
+        opname = kernel.__name__
+        if policy == "float":
+            def public(x):
+                if type(x) is not Tensor or x.dtype not in FLOATS:
+                    x = as_float(x, opname)
+                return E.run_kernel(prim, (x,))
+        elif policy == "numeric":
+            def public(x):
+                if type(x) is not Tensor or x.dtype == "bool":
+                    x = as_numeric(x, opname)
+                return E.run_kernel(prim, (x,))
+        else:
+            def public(x):
+                if type(x) is not Tensor:
+                    x = as_tensor(x, opname)
+                return E.run_kernel(prim, (x,))
+        return _finish(public, prim, kernel, opname, method)
+    return deco
+
+
+def binary_args(a, b, opname):
+    """Both operands as tensors of one dtype (TF.js promotion, extended with float64).
+
+    A Python number takes a float tensor's dtype; next to an int32 or bool tensor it is a
+    float32 (a JS number) and the tensor is promoted.
+    """
+    ta = isinstance(a, Tensor)
+    tb = isinstance(b, Tensor)
+    if ta and tb:
+        da, db = a.dtype, b.dtype
+        if da == db:
+            return a, b
+    elif ta:
+        if type(b) in (int, float):
+            dt = a.dtype if a.dtype in FLOATS else f32
+            return (a if a.dtype == dt else cast(a, dt)), scalar_of(b, dt)
+        b = convert(b, "b", opname)
+        da, db = a.dtype, b.dtype
+    elif tb:
+        if type(a) in (int, float):
+            dt = b.dtype if b.dtype in FLOATS else f32
+            return scalar_of(a, dt), (b if b.dtype == dt else cast(b, dt))
+        a = convert(a, "a", opname)
+        da, db = a.dtype, b.dtype
+    else:
+        a = convert(a, "a", opname)
+        b = convert(b, "b", opname)
+        da, db = a.dtype, b.dtype
+    if da == db:
+        return a, b
+    dt = dtypes.promote(da, db)
+    return (a if da == dt else cast(a, dt)), (b if db == dt else cast(b, dt))
+
+
+def scalar_of(v, dtype):
+    return E.make_tensor(np.asarray(v, dtype=dtypes.NP[dtype]))
+
+
+def binary(name, *, policy="any", method=True, **flags):
+    """Declare an elementwise two-input op with broadcasting and dtype promotion.
+
+    policy: "any" (the promoted dtype), "float" (int/bool promote to float32),
+    "numeric" (bool promotes to int32), "bool" (both must be bool).
+    """
+    def deco(kernel):
+        prim = primitive(name, **flags)(kernel)
+        opname = kernel.__name__.rstrip("_")
+        if policy == "bool":
+            def public(a, b):
+                a = as_tensor(a, opname, "a")
+                b = as_tensor(b, opname, "b")
+                for arg, t in (("a", a), ("b", b)):
+                    if t.dtype != dtypes.bool_:
+                        raise DtypeError(f"Argument '{arg}' passed to '{opname}' must be bool "
+                                         f"tensor, but got {t.dtype} tensor")
+                return E.run_kernel(prim, (a, b))
+        else:
+            fix = {"float": FLOATS, "numeric": None, "any": None}[policy]
+
+            def public(a, b):
+                a, b = binary_args(a, b, opname)
+                if fix is not None and a.dtype not in fix:
+                    a, b = cast(a, f32), cast(b, f32)
+                elif policy == "numeric" and a.dtype == dtypes.bool_:
+                    a, b = cast(a, dtypes.int32), cast(b, dtypes.int32)
+                return E.run_kernel(prim, (a, b))
+        return _finish(public, prim, kernel, opname, method)
+    return deco
+
+
+def norm_axis(axis, rank, opname="op"):
+    """One axis in [0, rank), negative counted from the end."""
+    if isinstance(axis, Tensor):
+        axis = int(axis)
+    if not isinstance(axis, (int, np.integer)) or isinstance(axis, bool):
+        raise ArgumentError(f"{opname}: axis must be an int, got {type(axis).__name__}")
+    a = int(axis)
+    if not -max(rank, 1) <= a < max(rank, 1):
+        raise ArgumentError(f"{opname}: axis {axis} is out of range for a tensor of rank "
+                            f"{rank} (valid: {-rank} to {rank - 1})")
+    return a % rank if rank else 0
+
+
+def norm_axes(axis, rank, opname="op"):
+    """A sorted tuple of axes from None (all), an int or a list of ints."""
+    if axis is None:
+        return tuple(range(rank))
+    if isinstance(axis, (list, tuple)):
+        axes = tuple(sorted({norm_axis(a, rank, opname) for a in axis}))
+        if len(axes) != len(axis):
+            raise ArgumentError(f"{opname}: axis {list(axis)} repeats an axis")
+        return axes
+    return (norm_axis(axis, rank, opname),)
+
+
+# Cast lives here because dtype promotion above needs it; it is an ordinary op otherwise.
+@primitive("Cast")
+def _cast(B, x, dtype):
+    return x.astype(dtype)
+
+
+@_cast.def_vjp
+def _(dy, x, dtype):
+    return dy      # [conv] the gradient passes unchanged; the engine gives it x's float dtype
+
+
+@export
+def cast(x, dtype):
+    """x converted to ``dtype`` ('float32', 'float64', 'int32', 'bool').
+
+    Float to int32 truncates toward zero. The gradient passes through unchanged (TF.js).
+
+    >>> import flowgrad as tf
+    >>> tf.tensor([1.5, -2.7]).cast("int32").print()
+    Tensor
+        [1, -2]
+    """
+    x = as_tensor(x, "cast")
+    dt = dtypes.canonical(dtype)
+    if dt == x.dtype:
+        return x
+    return E.run_kernel(_cast, (x,), {"dtype": dtypes.NP[dt]})

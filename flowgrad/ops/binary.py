@@ -1,0 +1,276 @@
+"""Elementwise two-input ops with broadcasting: arithmetic, powers, extrema.
+
+Rules return gradients of the broadcast shape; the engine sums them back to each input's
+shape (so Maximum, Minimum and SquaredDifference reduce correctly, unlike TF.js). Rules
+taking ``needs`` skip the gradient of an input that does not lead to an x.
+"""
+from .. import dtypes
+from .. import engine as E
+from ..errors import ArgumentError, ShapeError
+from ._core import as_tensor, binary, binary_args, export, primitive
+from .logical import where
+
+
+@binary("Add")
+def add(B, a, b):
+    """a + b, with broadcasting.
+
+    >>> import flowgrad as tf
+    >>> tf.add(tf.tensor([1, 2]), 10).print()
+    Tensor
+        [11, 12]
+    """
+    return a + b
+
+
+@add.vjp
+def _(dy, a, b):
+    return dy, dy
+
+
+@binary("Sub")
+def sub(B, a, b):
+    """a - b, with broadcasting.
+
+    >>> import flowgrad as tf
+    >>> tf.sub(tf.tensor([1, 2]), 1).print()
+    Tensor
+        [0, 1]
+    """
+    return a - b
+
+
+@sub.vjp
+def _(dy, a, b, needs):
+    return dy, (-dy if needs[1] else None)
+
+
+@binary("Multiply")
+def mul(B, a, b):
+    """a · b, elementwise with broadcasting.
+
+    >>> import flowgrad as tf
+    >>> tf.mul(tf.tensor([1, 2]), tf.tensor([3, 4])).print()
+    Tensor
+        [3, 8]
+    """
+    return a * b
+
+
+@mul.vjp
+def _(dy, a, b, needs):
+    return (dy * b if needs[0] else None), (dy * a if needs[1] else None)
+
+
+@binary("RealDiv")
+def div(B, a, b):
+    """a / b. Two int32 tensors divide with floor (TF.js): [5, -7] / 2 = [2, -4].
+
+    >>> import flowgrad as tf
+    >>> tf.div(tf.tensor([1, 3]), 2).print()
+    Tensor
+        [0.5, 1.5]
+    """
+    if a.dtype.kind == "i":
+        return B.floor_divide(a, b)
+    return a / b
+
+
+@div.vjp
+def _(dy, a, b, needs):
+    return (dy / b if needs[0] else None), (-dy * a / b.square() if needs[1] else None)
+
+
+@binary("FloorDiv")
+def floor_div(B, a, b):
+    """floor(a / b). [conv] its gradient is that of real division, as in TF.js.
+
+    >>> import flowgrad as tf
+    >>> tf.floor_div(tf.tensor([7, -7]), 2).print()
+    Tensor
+        [3, -4]
+    """
+    return B.floor_divide(a, b)
+
+
+@floor_div.vjp
+def _(dy, a, b, needs):
+    return (dy / b if needs[0] else None), (-dy * a / b.square() if needs[1] else None)
+
+
+@binary("Mod")
+def mod(B, a, b):
+    """a mod b, with the sign of the divisor (mod(-7, 2) = 1, mod(7, -2) = -1).
+
+    >>> import flowgrad as tf
+    >>> tf.mod(tf.tensor([-7, 7]), tf.tensor([2, -2])).print()
+    Tensor
+        [1, -1]
+    """
+    return B.mod(a, b)
+
+
+@mod.vjp
+def _(dy, a, b, needs):
+    return dy, (-dy * (a / b).floor() if needs[1] else None)
+
+
+@binary("Pow", save_y=True)
+def pow(B, a, b):  # noqa: A001 - the TF.js name
+    """a ** b, elementwise. d/db uses log(a) where a > 0 and 0 elsewhere (TF.js).
+
+    >>> import flowgrad as tf
+    >>> tf.pow(tf.tensor([2, 3]), 2).print()
+    Tensor
+        [4, 9]
+    """
+    if a.dtype.kind == "i":
+        # NOTE: NumPy refuses negative integer exponents for ints; compute them in floats
+        return B.power(a.astype("float64"), b).astype(a.dtype)
+    return B.power(a, b)
+
+
+@pow.vjp
+def _(dy, a, b, y, needs):
+    da = dy * b * a.pow(b - 1) if needs[0] else None
+    db = None
+    if needs[1]:
+        positive = a.greater(0)
+        db = dy * y * where(positive, a, 1).log()
+    return da, db
+
+
+@binary("Maximum")
+def maximum(B, a, b):
+    """Elementwise max. [conv] a tie sends the gradient to a.
+
+    >>> import flowgrad as tf
+    >>> tf.maximum(tf.tensor([1, 5]), 3).print()
+    Tensor
+        [3, 5]
+    """
+    return B.maximum(a, b)
+
+
+@maximum.vjp
+def _(dy, a, b, needs):
+    mask = a.greater_equal(b)
+    return (where(mask, dy, 0) if needs[0] else None), (where(mask, 0, dy) if needs[1] else None)
+
+
+@binary("Minimum")
+def minimum(B, a, b):
+    """Elementwise min. [conv] a tie sends the gradient to a.
+
+    >>> import flowgrad as tf
+    >>> tf.minimum(tf.tensor([1, 5]), 3).print()
+    Tensor
+        [1, 3]
+    """
+    return B.minimum(a, b)
+
+
+@minimum.vjp
+def _(dy, a, b, needs):
+    mask = a.less_equal(b)
+    return (where(mask, dy, 0) if needs[0] else None), (where(mask, 0, dy) if needs[1] else None)
+
+
+@binary("SquaredDifference")
+def squared_difference(B, a, b):
+    """(a - b)², elementwise.
+
+    >>> import flowgrad as tf
+    >>> tf.squared_difference(tf.tensor([1, 5]), 3).print()
+    Tensor
+        [4, 4]
+    """
+    d = a - b
+    return d * d
+
+
+@squared_difference.vjp
+def _(dy, a, b):
+    g = dy * (a - b) * 2
+    return g, -g
+
+
+@binary("Atan2", policy="float")
+def atan2(B, a, b):
+    """The angle of the point (b, a): arctan(a/b) in the right quadrant.
+
+    >>> import flowgrad as tf
+    >>> tf.atan2(tf.tensor([0, 1]), tf.tensor([1, 0])).print()
+    Tensor
+        [0, 1.5707964]
+    """
+    return B.arctan2(a, b)
+
+
+@atan2.vjp
+def _(dy, a, b, needs):
+    d = a.square() + b.square()
+    return (dy * b / d if needs[0] else None), (-dy * a / d if needs[1] else None)
+
+
+@binary("Prelu", policy="float")
+def prelu(B, x, alpha):
+    """x if x > 0 else alpha·x, with a learnable (broadcast) alpha.
+
+    >>> import flowgrad as tf
+    >>> tf.prelu(tf.tensor([-2, 2]), tf.scalar(0.5)).print()
+    Tensor
+        [-1, 2]
+    """
+    return B.where(x > 0, x, x * alpha)
+
+
+@prelu.vjp
+def _(dy, x, alpha, needs):
+    pos = x.greater(0)
+    return (where(pos, dy, dy * alpha) if needs[0] else None), \
+        (where(pos, 0, dy * x) if needs[1] else None)
+
+
+# ---------------------------------------------------------------- n-ary
+
+@primitive("AddN")
+def _add_n(B, *tensors):
+    out = tensors[0]
+    for t in tensors[1:]:
+        out = out + t
+    return out
+
+
+@_add_n.def_vjp
+def _(dy, *tensors):
+    return [dy] * len(tensors)
+
+
+@export(method=False)
+def add_n(tensors):
+    """The sum of a list of tensors of one shape and dtype.
+
+    >>> import flowgrad as tf
+    >>> tf.add_n([tf.tensor([1, 2]), tf.tensor([3, 4]), tf.tensor([5, 6])]).print()
+    Tensor
+        [9, 12]
+    """
+    if not isinstance(tensors, (list, tuple)) or not tensors:
+        raise ArgumentError("Must pass at least one tensor to tf.add_n")
+    ts = [as_tensor(t, "add_n", f"tensors[{i}]") for i, t in enumerate(tensors)]
+    for i, t in enumerate(ts[1:], 1):
+        if t.shape != ts[0].shape:
+            raise ShapeError(f"All tensors passed to add_n must have the same shape: "
+                             f"tensors[0] has shape {ts[0].shape}, tensors[{i}] has {t.shape}")
+    dt = ts[0].dtype
+    for t in ts[1:]:
+        dt = dtypes.promote(dt, t.dtype)
+    ts = tuple(t if t.dtype == dt else t.cast(dt) for t in ts)
+    if len(ts) == 1:
+        return ts[0]
+    return E.run_kernel(_add_n, ts)
+
+
+__all__ = ["add", "sub", "mul", "div", "floor_div", "mod", "pow", "maximum", "minimum",
+           "squared_difference", "atan2", "prelu", "add_n", "binary_args"]

@@ -1,0 +1,388 @@
+"""Creating tensors: from values, filled, ranges, identity matrices, random, one-hot.
+
+Values become float32 unless told otherwise (Python numbers are JS numbers here); NumPy
+arrays keep their dtype (float64 stays float64). Random ops take a ``seed`` for
+reproducible draws.
+"""
+import numpy as np
+
+from .. import dtypes
+from .. import engine as E
+from ..errors import ArgumentError, DtypeError, ShapeError
+from ..tensor import Tensor, to_array
+from ._core import as_tensor, export, primitive
+
+_builtin_range = range
+
+
+def _shape(shape, fn):
+    if isinstance(shape, (int, np.integer)) and not isinstance(shape, bool):
+        shape = (shape,)
+    if not isinstance(shape, (list, tuple)):
+        raise ArgumentError(f"{fn}: shape must be a list or tuple of ints, got "
+                            f"{type(shape).__name__}")
+    out = []
+    for s in shape:
+        if not isinstance(s, (int, np.integer)) or isinstance(s, bool) or s < 0:
+            raise ArgumentError(f"{fn}: shape {list(shape)} must contain non-negative ints")
+        out.append(int(s))
+    return tuple(out)
+
+
+def _dtype(dtype, default=dtypes.float32):
+    return dtypes.canonical(dtype) if dtype is not None else default
+
+
+# ---------------------------------------------------------------- from values
+
+@export(method=False)
+def tensor(values, shape=None, dtype=None):
+    """A tensor from a number, bool, nested list or NumPy array.
+
+    >>> import flowgrad as tf
+    >>> tf.tensor([1, 2, 3, 4], shape=[2, 2]).print()
+    Tensor
+        [[1, 2],
+         [3, 4]]
+    """
+    if isinstance(values, Tensor):
+        values.throw_if_disposed()
+    arr = to_array(values, _dtype(dtype, None), where="tensor()")
+    if shape is not None:
+        shape = _shape(shape, "tensor()")
+        n = 1
+        for s in shape:
+            n *= s
+        if arr.size != n:
+            raise ShapeError(f"Based on the provided shape, {list(shape)}, the tensor should "
+                             f"have {n} values but has {arr.size}")
+        arr = arr.reshape(shape)
+    elif isinstance(values, np.ndarray) and arr is values:
+        arr = arr.copy()
+    return E.make_tensor(arr)
+
+
+@export(method=False)
+def from_numpy(array):
+    """A tensor over a NumPy array, keeping its dtype (int64 becomes int32). No copy is made
+    when the dtype is already one of flowgrad's: do not modify the array afterwards.
+
+    >>> import numpy as np, flowgrad as tf
+    >>> tf.from_numpy(np.arange(3.0)).dtype
+    'float64'
+    """
+    if not isinstance(array, np.ndarray):
+        raise ArgumentError(f"from_numpy() takes a NumPy array, got {type(array).__name__}")
+    return E.make_tensor(to_array(array, where="from_numpy()"))
+
+
+@export(method=False)
+def scalar(value, dtype=None):
+    """A rank-0 tensor.
+
+    >>> import flowgrad as tf
+    >>> tf.scalar(3.5).print()
+    Tensor
+        3.5
+    """
+    if isinstance(value, (list, tuple)) or (isinstance(value, (np.ndarray, Tensor))
+                                            and getattr(value, "ndim", len(value.shape)) != 0):
+        raise ArgumentError("Error creating a new Scalar: value must be a primitive "
+                            "(number|boolean)")
+    return tensor(value, None, dtype)
+
+
+def _tensor_nd(rank):
+    name = f"tensor{rank}d"
+
+    def make(values, shape=None, dtype=None):
+        if rank == 1:
+            if shape is not None and not isinstance(shape, (list, tuple)):
+                dtype, shape = shape, None  # tensor1d(values, dtype)
+            arr = to_array(values, _dtype(dtype, None), where=f"{name}()")
+            if arr.ndim != 1:
+                raise ShapeError(f"{name}() requires values to be a flat/TypedArray")
+            return E.make_tensor(arr.copy() if arr is values else arr)
+        if shape is not None and len(shape) != rank:
+            raise ShapeError(f"{name}() requires shape to have {_words[rank]} numbers")
+        arr = to_array(values, _dtype(dtype, None), where=f"{name}()")
+        if arr.ndim != rank and arr.ndim != 1:
+            raise ShapeError(f"{name}() requires values to be number{'[]' * rank} or "
+                             f"flat/TypedArray")
+        if arr.ndim == 1 and shape is None:
+            raise ShapeError(f"{name}() requires shape to be provided when `values` are a "
+                             f"flat/TypedArray")
+        return tensor(arr, shape, dtype)
+
+    make.__name__ = make.__qualname__ = name
+    make.__doc__ = f"""A rank-{rank} tensor (nested lists, or flat values and a shape).
+
+    >>> import flowgrad as tf
+    >>> tf.{name}({[1, 2] if rank == 1 else [1] * (2 ** rank)}{'' if rank == 1 else ', ' + str([2] * rank)}).shape
+    {(2,) if rank == 1 else tuple([2] * rank)}
+    """
+    return export(make, method=False)
+
+
+_words = {2: "two", 3: "three", 4: "four", 5: "five", 6: "six"}
+tensor1d, tensor2d, tensor3d, tensor4d, tensor5d, tensor6d = (
+    _tensor_nd(r) for r in _builtin_range(1, 7))
+
+
+# ---------------------------------------------------------------- filled
+
+@primitive("Fill")
+def _fill(B, shape, value, dtype):
+    return B.full(shape, value, dtype=dtype)
+
+
+@export(method=False)
+def fill(shape, value, dtype=None):
+    """A tensor of ``shape`` filled with ``value`` (float32 unless value is a bool).
+
+    >>> import flowgrad as tf
+    >>> tf.fill([2], 7).print()
+    Tensor
+        [7, 7]
+    """
+    default = dtypes.bool_ if isinstance(value, (bool, np.bool_)) else dtypes.float32
+    dt = _dtype(dtype, default)
+    return E.run_kernel(_fill, (), {"shape": _shape(shape, "fill()"), "value": value,
+                                    "dtype": dtypes.NP[dt]})
+
+
+@export(method=False)
+def zeros(shape, dtype="float32"):
+    """A tensor of zeros.
+
+    >>> import flowgrad as tf
+    >>> tf.zeros([2, 2]).print()
+    Tensor
+        [[0, 0],
+         [0, 0]]
+    """
+    return fill(shape, 0, _dtype(dtype))
+
+
+@export(method=False)
+def ones(shape, dtype="float32"):
+    """A tensor of ones.
+
+    >>> import flowgrad as tf
+    >>> tf.ones([3]).print()
+    Tensor
+        [1, 1, 1]
+    """
+    return fill(shape, 1, _dtype(dtype))
+
+
+@primitive("ZerosLike")
+def _zeros_like(B, x):
+    return B.zeros_like(x)
+
+
+@primitive("OnesLike")
+def _ones_like(B, x):
+    return B.ones_like(x)
+
+
+@export
+def zeros_like(x):
+    """Zeros with x's shape and dtype.
+
+    >>> import flowgrad as tf
+    >>> tf.zeros_like(tf.tensor([1, 2])).print()
+    Tensor
+        [0, 0]
+    """
+    return E.run_kernel(_zeros_like, (as_tensor(x, "zeros_like"),))
+
+
+@export
+def ones_like(x):
+    """Ones with x's shape and dtype.
+
+    >>> import flowgrad as tf
+    >>> tf.ones_like(tf.tensor([1, 2])).print()
+    Tensor
+        [1, 1]
+    """
+    return E.run_kernel(_ones_like, (as_tensor(x, "ones_like"),))
+
+
+# ---------------------------------------------------------------- ranges
+
+@primitive("Range")
+def _range(B, start, stop, step, dtype):
+    return B.arange(start, stop, step).astype(dtype)
+
+
+@export(method=False)
+def range(start, stop=None, step=1, dtype="float32"):  # noqa: A001 - the TF.js name
+    """Numbers from start (inclusive) to stop (exclusive) by step; ``range(n)`` is 0..n-1.
+
+    >>> import flowgrad as tf
+    >>> tf.range(0, 5, 2).print()
+    Tensor
+        [0, 2, 4]
+    """
+    if stop is None:
+        start, stop = 0, start
+    if step == 0:
+        raise ArgumentError("Cannot have a step of zero")
+    dt = _dtype(dtype)
+    return E.run_kernel(_range, (), {"start": start, "stop": stop, "step": step,
+                                     "dtype": dtypes.NP[dt]})
+
+
+@primitive("LinSpace")
+def _linspace(B, start, stop, num, dtype):
+    return B.linspace(start, stop, num).astype(dtype)
+
+
+@export(method=False)
+def linspace(start, stop, num):
+    """``num`` evenly spaced float32 numbers from start to stop, both included.
+
+    >>> import flowgrad as tf
+    >>> tf.linspace(0, 1, 3).print()
+    Tensor
+        [0, 0.5, 1]
+    """
+    if int(num) != num or num <= 0:
+        raise ArgumentError(f"The number of values should be positive, got {num}.")
+    return E.run_kernel(_linspace, (), {"start": start, "stop": stop, "num": int(num),
+                                        "dtype": np.float32})
+
+
+@primitive("Eye")
+def _eye(B, n, m, batch_shape, dtype):
+    e = B.eye(n, m, dtype=dtype)
+    return B.broadcast_to(e, batch_shape + (n, m)).copy() if batch_shape else e
+
+
+@export(method=False)
+def eye(num_rows, num_columns=None, batch_shape=None, dtype="float32"):
+    """An identity matrix (or a batch of them).
+
+    >>> import flowgrad as tf
+    >>> tf.eye(2).print()
+    Tensor
+        [[1, 0],
+         [0, 1]]
+    """
+    m = num_rows if num_columns is None else num_columns
+    batch = _shape(batch_shape, "eye()") if batch_shape is not None else ()
+    return E.run_kernel(_eye, (), {"n": int(num_rows), "m": int(m), "batch_shape": batch,
+                                   "dtype": dtypes.NP[_dtype(dtype)]})
+
+
+# ---------------------------------------------------------------- random
+
+_rng = np.random.default_rng()
+
+
+def _gen(seed):
+    return _rng if seed is None else np.random.default_rng(seed)
+
+
+@primitive("RandomNormal")
+def _random_normal(B, shape, mean, stddev, dtype, seed, truncated):
+    g = _gen(seed)
+    v = g.standard_normal(shape)
+    if truncated:
+        # redraw values further than two standard deviations from the mean
+        bad = np.abs(v) > 2
+        while bad.any():
+            v[bad] = g.standard_normal(int(bad.sum()))
+            bad = np.abs(v) > 2
+    return (v * stddev + mean).astype(dtype)
+
+
+def _normal(shape, mean, stddev, dtype, seed, truncated, fn):
+    dt = _dtype(dtype)
+    if dt not in dtypes.FLOATS:
+        raise DtypeError(f"{fn}: dtype must be float32 or float64, got {dt}")
+    return E.run_kernel(_random_normal, (), {
+        "shape": _shape(shape, fn), "mean": float(mean), "stddev": float(stddev),
+        "dtype": dtypes.NP[dt], "seed": seed, "truncated": truncated})
+
+
+@export(method=False)
+def random_normal(shape, mean=0.0, stddev=1.0, dtype=None, seed=None):
+    """Samples from a normal distribution; ``seed`` makes them reproducible.
+
+    >>> import flowgrad as tf
+    >>> tf.random_normal([2, 3], seed=1).shape
+    (2, 3)
+    """
+    return _normal(shape, mean, stddev, dtype, seed, False, "random_normal()")
+
+
+@export(method=False)
+def truncated_normal(shape, mean=0.0, stddev=1.0, dtype=None, seed=None):
+    """Normal samples redrawn until they lie within two standard deviations of the mean.
+
+    >>> import flowgrad as tf
+    >>> bool((tf.truncated_normal([1000], seed=2).abs() <= 2).all())
+    True
+    """
+    return _normal(shape, mean, stddev, dtype, seed, True, "truncated_normal()")
+
+
+@primitive("RandomUniform")
+def _random_uniform(B, shape, minval, maxval, dtype, seed):
+    g = _gen(seed)
+    if np.dtype(dtype).kind == "i":
+        return g.integers(int(minval), int(maxval), size=shape).astype(dtype)
+    return g.uniform(minval, maxval, size=shape).astype(dtype)
+
+
+@export(method=False)
+def random_uniform(shape, minval=0.0, maxval=1.0, dtype="float32", seed=None):
+    """Uniform samples in [minval, maxval) (integers for int32).
+
+    >>> import flowgrad as tf
+    >>> x = tf.random_uniform([100], 2, 3, seed=0)
+    >>> bool(((x >= 2) & (x < 3)).all())
+    True
+    """
+    dt = _dtype(dtype)
+    if dt == dtypes.bool_:
+        raise DtypeError("random_uniform(): dtype must be float32, float64 or int32")
+    if not minval < maxval:
+        raise ArgumentError(f"random_uniform(): minval ({minval}) must be less than maxval "
+                            f"({maxval})")
+    return E.run_kernel(_random_uniform, (), {"shape": _shape(shape, "random_uniform()"),
+                                              "minval": minval, "maxval": maxval,
+                                              "dtype": dtypes.NP[dt], "seed": seed})
+
+
+# ---------------------------------------------------------------- one-hot
+
+@primitive("OneHot")
+def _one_hot(B, indices, depth, on_value, off_value, dtype):
+    eq = indices[..., None] == B.arange(depth)
+    return B.where(eq, on_value, off_value).astype(dtype)
+
+
+@export
+def one_hot(indices, depth, on_value=1, off_value=0, dtype="int32"):
+    """Rows of ``depth`` values: on_value at each index, off_value elsewhere (int32 by
+    default, as TF.js). Indices outside [0, depth) give a row of off_value.
+
+    >>> import flowgrad as tf
+    >>> tf.one_hot(tf.tensor([0, 2], dtype="int32"), 3).print()
+    Tensor
+        [[1, 0, 0],
+         [0, 0, 1]]
+    """
+    indices = as_tensor(indices, "one_hot", "indices")
+    if indices.dtype != dtypes.int32:
+        raise DtypeError(f"Argument 'indices' passed to 'one_hot' must be int32 tensor, but got "
+                         f"{indices.dtype} tensor")
+    if int(depth) != depth or depth < 1:
+        raise ArgumentError(f"Error in one_hot: depth must be >= 1, but it is {depth}")
+    return E.run_kernel(_one_hot, (indices,), {"depth": int(depth), "on_value": on_value,
+                                               "off_value": off_value,
+                                               "dtype": dtypes.NP[_dtype(dtype)]})

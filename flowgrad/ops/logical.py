@@ -1,0 +1,295 @@
+"""Comparisons, logic, selection, and the piecewise-constant ops.
+
+None of these is differentiable except ``where`` (through its two branches). In flowgrad a
+non-differentiable op contributes a zero gradient and never makes backprop fail (TF.js has
+no gradient for Greater, Less, Equal... and throws when one lies on the path).
+"""
+from .. import dtypes
+from .. import engine as E
+from ..errors import DtypeError
+from ..tensor import Tensor
+from ._core import FLOATS, as_numeric, as_tensor, binary, binary_args, export, primitive, unary
+
+bool_ = dtypes.bool_
+
+
+# ---------------------------------------------------------------- comparisons
+
+@binary("Greater")
+def greater(B, a, b):
+    """a > b, elementwise (a bool tensor).
+
+    >>> import flowgrad as tf
+    >>> tf.greater(tf.tensor([1, 3]), 2).print()
+    Tensor
+        [false, true]
+    """
+    return B.greater(a, b)
+
+
+@binary("GreaterEqual")
+def greater_equal(B, a, b):
+    """a >= b, elementwise.
+
+    >>> import flowgrad as tf
+    >>> tf.greater_equal(tf.tensor([1, 2]), 2).print()
+    Tensor
+        [false, true]
+    """
+    return B.greater_equal(a, b)
+
+
+@binary("Less")
+def less(B, a, b):
+    """a < b, elementwise.
+
+    >>> import flowgrad as tf
+    >>> tf.less(tf.tensor([1, 3]), 2).print()
+    Tensor
+        [true, false]
+    """
+    return B.less(a, b)
+
+
+@binary("LessEqual")
+def less_equal(B, a, b):
+    """a <= b, elementwise.
+
+    >>> import flowgrad as tf
+    >>> tf.less_equal(tf.tensor([2, 3]), 2).print()
+    Tensor
+        [true, false]
+    """
+    return B.less_equal(a, b)
+
+
+@binary("Equal")
+def equal(B, a, b):
+    """a == b, elementwise.
+
+    >>> import flowgrad as tf
+    >>> tf.equal(tf.tensor([1, 2]), 2).print()
+    Tensor
+        [false, true]
+    """
+    return B.equal(a, b)
+
+
+@binary("NotEqual")
+def not_equal(B, a, b):
+    """a != b, elementwise.
+
+    >>> import flowgrad as tf
+    >>> tf.not_equal(tf.tensor([1, 2]), 2).print()
+    Tensor
+        [true, false]
+    """
+    return B.not_equal(a, b)
+
+
+# ---------------------------------------------------------------- logic
+
+@binary("LogicalAnd", policy="bool")
+def logical_and(B, a, b):
+    """a AND b for bool tensors.
+
+    >>> import flowgrad as tf
+    >>> tf.logical_and(tf.tensor([True, True]), tf.tensor([True, False])).print()
+    Tensor
+        [true, false]
+    """
+    return B.logical_and(a, b)
+
+
+@binary("LogicalOr", policy="bool")
+def logical_or(B, a, b):
+    """a OR b for bool tensors.
+
+    >>> import flowgrad as tf
+    >>> tf.logical_or(tf.tensor([False, True]), tf.tensor([False, False])).print()
+    Tensor
+        [false, true]
+    """
+    return B.logical_or(a, b)
+
+
+@binary("LogicalXor", policy="bool")
+def logical_xor(B, a, b):
+    """a XOR b for bool tensors.
+
+    >>> import flowgrad as tf
+    >>> tf.logical_xor(tf.tensor([True, True]), tf.tensor([True, False])).print()
+    Tensor
+        [false, true]
+    """
+    return B.logical_xor(a, b)
+
+
+@unary("LogicalNot", policy="any")
+def logical_not(B, x):
+    """NOT x for a bool tensor.
+
+    >>> import flowgrad as tf
+    >>> tf.logical_not(tf.tensor([True, False])).print()
+    Tensor
+        [false, true]
+    """
+    if x.dtype != B.bool_:
+        raise DtypeError(f"Argument 'x' passed to 'logical_not' must be bool tensor, but got "
+                         f"{dtypes.from_numpy(x.dtype)} tensor")
+    return B.logical_not(x)
+
+
+# ---------------------------------------------------------------- selection
+
+@primitive("Select")
+def _select(B, condition, a, b):
+    return B.where(condition, a, b)
+
+
+@_select.def_vjp
+def _(dy, condition, a, b, needs):
+    return (None,
+            where(condition, dy, 0) if needs[1] else None,
+            where(condition, 0, dy) if needs[2] else None)
+
+
+@export(method=False)
+def where(condition, a, b):
+    """Elementwise ``a if condition else b``; the three inputs broadcast together.
+
+    The gradient flows to a where condition holds and to b elsewhere. (The method form
+    follows TF.js: ``a.where(condition, b)``.)
+
+    >>> import flowgrad as tf
+    >>> tf.where(tf.tensor([True, False]), tf.tensor([1, 2]), tf.tensor([10, 20])).print()
+    Tensor
+        [1, 20]
+    """
+    condition = as_tensor(condition, "where", "condition")
+    if condition.dtype != bool_:
+        raise DtypeError(f"Argument 'condition' passed to 'where' must be bool tensor, but "
+                         f"got {condition.dtype} tensor")
+    a, b = binary_args(a, b, "where")
+    return E.run_kernel(_select, (condition, a, b))
+
+
+def _where_method(self, condition, other):
+    """``where(condition, self, other)`` (TF.js's chained form)."""
+    return where(condition, self, other)
+
+
+Tensor.where = _where_method
+
+
+# ---------------------------------------------------------------- tests on values
+
+@unary("IsNan", policy="any")
+def is_nan(B, x):
+    """True where x is NaN.
+
+    >>> import flowgrad as tf
+    >>> tf.is_nan(tf.tensor([1, float("nan")])).print()
+    Tensor
+        [false, true]
+    """
+    return B.isnan(x)
+
+
+@unary("IsInf", policy="any")
+def is_inf(B, x):
+    """True where x is +Inf or -Inf.
+
+    >>> import flowgrad as tf
+    >>> tf.is_inf(tf.tensor([1, float("inf")])).print()
+    Tensor
+        [false, true]
+    """
+    return B.isinf(x)
+
+
+@unary("IsFinite", policy="any")
+def is_finite(B, x):
+    """True where x is neither NaN nor infinite.
+
+    >>> import flowgrad as tf
+    >>> tf.is_finite(tf.tensor([1, float("inf")])).print()
+    Tensor
+        [true, false]
+    """
+    return B.isfinite(x)
+
+
+# ---------------------------------------------------------------- piecewise constant
+
+@unary("Sign", policy="numeric")
+def sign(B, x):
+    """-1, 0 or 1 by the sign of x (0 for NaN, as TF.js on cpu).
+
+    >>> import flowgrad as tf
+    >>> tf.sign(tf.tensor([-2, 0, 3])).print()
+    Tensor
+        [-1, 0, 1]
+    """
+    s = B.sign(x)
+    return B.where(B.isnan(s), 0, s).astype(x.dtype, copy=False) if x.dtype.kind == "f" else s
+
+
+@unary("Floor", policy="numeric")
+def floor(B, x):
+    """The largest integer <= x.
+
+    >>> import flowgrad as tf
+    >>> tf.floor(tf.tensor([1.5, -1.5])).print()
+    Tensor
+        [1, -2]
+    """
+    return B.floor(x) if x.dtype.kind == "f" else x
+
+
+@unary("Ceil", policy="numeric")
+def ceil(B, x):
+    """The smallest integer >= x.
+
+    >>> import flowgrad as tf
+    >>> tf.ceil(tf.tensor([1.5, -1.5])).print()
+    Tensor
+        [2, -1]
+    """
+    return B.ceil(x) if x.dtype.kind == "f" else x
+
+
+@unary("Round", policy="numeric")
+def round(B, x):  # noqa: A001 - the TF.js name
+    """The nearest integer, halves to even: round(2.5) = 2.
+
+    >>> import flowgrad as tf
+    >>> tf.round(tf.tensor([2.5, 3.5, -0.4])).print()
+    Tensor
+        [2, 4, 0]
+    """
+    return B.round(x) if x.dtype.kind == "f" else x
+
+
+@primitive("Step")
+def _step(B, x, alpha):
+    out = B.where(x > 0, 1, alpha).astype(x.dtype, copy=False)
+    if x.dtype.kind == "f":
+        out = B.where(B.isnan(x), x, out)
+    return out
+
+
+@export
+def step(x, alpha=0.0):
+    """1 where x > 0, else alpha (NaN stays NaN).
+
+    >>> import flowgrad as tf
+    >>> tf.step(tf.tensor([-1, 0, 2])).print()
+    Tensor
+        [0, 0, 1]
+    """
+    x = as_numeric(x, "step")
+    return E.run_kernel(_step, (x,), {"alpha": alpha})
+
+
+__all__ = ["FLOATS"]

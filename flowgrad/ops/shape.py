@@ -1,0 +1,710 @@
+"""Shape and indexing ops: reshape and friends, transpose, concat/split, stack/unstack,
+slice, gather, tile, pad, reverse, broadcast_to, clone, stop_gradient.
+
+Each rule is the adjoint of its op (slice <-> pad, concat <-> split, stack <-> unstack,
+gather <-> segment sum, tile -> sum over the copies), written with these same ops.
+"""
+import builtins
+
+import numpy as np
+
+from .. import dtypes
+from .. import engine as E
+from ..errors import ArgumentError, DtypeError, ShapeError
+from ..tensor import Tensor
+from ._core import as_tensor, export, norm_axes, norm_axis, primitive
+
+
+def _tensors(tensors, fn):
+    if isinstance(tensors, Tensor) or not isinstance(tensors, (list, tuple)):
+        raise ArgumentError(f"{fn}() takes a list of tensors, got {type(tensors).__name__}")
+    if not tensors:
+        raise ArgumentError(f"{fn}() needs at least one tensor")
+    ts = [as_tensor(t, fn, f"tensors[{i}]") for i, t in enumerate(tensors)]
+    dt = ts[0].dtype
+    for t in ts[1:]:
+        dt = dtypes.promote(dt, t.dtype)
+    return tuple(t if t.dtype == dt else t.cast(dt) for t in ts)
+
+
+_pyslice = builtins.slice   # this module defines the op ``slice``
+
+
+def _size(shape):
+    n = 1
+    for s in shape:
+        n *= s
+    return n
+
+
+# ---------------------------------------------------------------- identity family
+
+@primitive("Identity", view=True)
+def _identity(B, x):
+    return x
+
+
+@_identity.def_vjp
+def _(dy, x):
+    return dy
+
+
+@export
+def clone(x):
+    """A new tensor with the same values (sharing x's buffer; gradient passes through).
+
+    >>> import flowgrad as tf
+    >>> tf.clone(tf.tensor([1, 2])).print()
+    Tensor
+        [1, 2]
+    """
+    return E.run_kernel(_identity, (as_tensor(x, "clone"),))
+
+
+@primitive("StopGradient", cut=True)
+def _stop_gradient(B, x):
+    return x
+
+
+@export
+def stop_gradient(x):
+    """x's values, as a constant: no gradient flows back through it.
+
+    >>> import flowgrad as tf
+    >>> tf.grad(lambda x: x * tf.stop_gradient(x))(tf.scalar(3.0)).item()
+    3.0
+    """
+    return E.run_kernel(_stop_gradient, (as_tensor(x, "stop_gradient"),))
+
+
+# ---------------------------------------------------------------- reshape family
+
+@primitive("Reshape", view=True)
+def _reshape(B, x, shape):
+    return B.reshape(x, shape)
+
+
+@_reshape.def_vjp
+def _(dy, x, shape):
+    return reshape(dy, x.shape)
+
+
+@export
+def reshape(x, shape):
+    """x with a new shape of the same size; one entry may be -1 (inferred).
+
+    >>> import flowgrad as tf
+    >>> tf.reshape(tf.tensor([1, 2, 3, 4]), [2, -1]).shape
+    (2, 2)
+    """
+    x = as_tensor(x, "reshape")
+    if isinstance(shape, (int, np.integer)):
+        shape = (shape,)
+    shape = tuple(int(s) for s in shape)
+    if shape == x.shape:
+        return x
+    size = x.size
+    if shape.count(-1) > 1:
+        raise ShapeError(f"Shapes can only have 1 implicit size. Found -1 at dims "
+                         f"{[i for i, s in enumerate(shape) if s == -1]} of {list(shape)}")
+    if -1 in shape:
+        known = _size(s for s in shape if s != -1)
+        if known == 0 or size % known:
+            raise ShapeError(f"The implicit shape can't be a fractional number. Got "
+                             f"{size} / {known} (reshaping {x.shape} to {list(shape)})")
+        shape = tuple(size // known if s == -1 else s for s in shape)
+    if any(s < 0 for s in shape) or _size(shape) != size:
+        raise ShapeError(f"Size({size}) must match the product of shape {list(shape)}: "
+                         f"cannot reshape a tensor of shape {x.shape} to {list(shape)}")
+    return E.run_kernel(_reshape, (x,), {"shape": shape})
+
+
+@export
+def expand_dims(x, axis=0):
+    """x with a new axis of length 1 inserted at ``axis``.
+
+    >>> import flowgrad as tf
+    >>> tf.expand_dims(tf.tensor([1, 2]), 1).shape
+    (2, 1)
+    """
+    x = as_tensor(x, "expand_dims")
+    r = x.rank + 1
+    a = norm_axis(axis, r, "expand_dims")
+    return reshape(x, x.shape[:a] + (1,) + x.shape[a:])
+
+
+@export
+def squeeze(x, axis=None):
+    """x without its axes of length 1 (all of them, or those listed).
+
+    >>> import flowgrad as tf
+    >>> tf.squeeze(tf.zeros([1, 3, 1])).shape
+    (3,)
+    """
+    x = as_tensor(x, "squeeze")
+    if axis is None:
+        axes = tuple(i for i, s in enumerate(x.shape) if s == 1)
+    else:
+        axes = norm_axes(axis, x.rank, "squeeze")
+        for a in axes:
+            if x.shape[a] != 1:
+                raise ShapeError(f"Can't squeeze axis {a} since its dim '{x.shape[a]}' is not 1")
+    return reshape(x, tuple(s for i, s in enumerate(x.shape) if i not in axes))
+
+
+@export
+def flatten(x):
+    """x as a 1-D tensor.
+
+    >>> import flowgrad as tf
+    >>> tf.flatten(tf.zeros([2, 3])).shape
+    (6,)
+    """
+    x = as_tensor(x, "flatten")
+    return reshape(x, (x.size,))
+
+
+def _as_nd(rank):
+    def method(self, *shape):
+        if rank == 1:
+            return reshape(self, (self.size,))
+        if len(shape) != rank:
+            raise ShapeError(f"as{rank}d() takes {rank} sizes, got {len(shape)}")
+        return reshape(self, shape)
+    method.__name__ = f"as{rank}d"
+    method.__doc__ = f"x reshaped to rank {rank} (TF.js ``as{rank}D``)."
+    return method
+
+
+for _r in range(1, 6):
+    setattr(Tensor, f"as{_r}d", _as_nd(_r))
+
+
+def _as_scalar(self):
+    """The one element of x as a rank-0 tensor (TF.js ``asScalar``)."""
+    if self.size != 1:
+        raise ShapeError(f"The array must have only 1 element, but has shape {self.shape}.")
+    return reshape(self, ())
+
+
+Tensor.as_scalar = _as_scalar
+Tensor.as_type = lambda self, dtype: self.cast(dtype)
+
+
+# ---------------------------------------------------------------- transpose
+
+@primitive("Transpose")
+def _transpose(B, x, perm):
+    return B.transpose(x, perm)
+
+
+@_transpose.def_vjp
+def _(dy, x, perm):
+    return transpose(dy, tuple(int(i) for i in np.argsort(perm)))
+
+
+@export
+def transpose(x, perm=None):
+    """x with its axes permuted (reversed when perm is None).
+
+    >>> import flowgrad as tf
+    >>> tf.transpose(tf.zeros([2, 3])).shape
+    (3, 2)
+    """
+    x = as_tensor(x, "transpose")
+    r = x.rank
+    if perm is None:
+        perm = tuple(range(r - 1, -1, -1))
+    else:
+        perm = tuple(norm_axis(p, r, "transpose") for p in perm)
+        if sorted(perm) != list(range(r)):
+            raise ShapeError(f"Error in transpose: rank of input {r} must match length of "
+                             f"perm {list(perm)}, which must list every axis once.")
+    if perm == tuple(range(r)):
+        return x
+    return E.run_kernel(_transpose, (x,), {"perm": perm})
+
+
+# ---------------------------------------------------------------- broadcast_to
+
+@primitive("BroadcastTo")
+def _broadcast_to(B, x, shape):
+    return B.broadcast_to(x, shape)
+
+
+@_broadcast_to.def_vjp
+def _(dy, x, shape):
+    return dy      # the engine sums dy back to x's shape
+
+
+@export
+def broadcast_to(x, shape):
+    """x repeated along axes of length 1 (and new leading axes) to ``shape``.
+
+    >>> import flowgrad as tf
+    >>> tf.broadcast_to(tf.tensor([1, 2]), [2, 2]).print()
+    Tensor
+        [[1, 2],
+         [1, 2]]
+    """
+    x = as_tensor(x, "broadcast_to")
+    shape = tuple(int(s) for s in shape)
+    if shape == x.shape:
+        return x
+    lead = len(shape) - x.rank
+    ok = lead >= 0 and all(s == d or s == 1 for s, d in zip(x.shape, shape[lead:]))
+    if not ok:
+        raise ShapeError(f"broadcast_to(): cannot broadcast a tensor of shape {x.shape} to "
+                         f"{shape}: each axis must match or be 1")
+    return E.run_kernel(_broadcast_to, (x,), {"shape": shape})
+
+
+# ---------------------------------------------------------------- concat / split
+
+@primitive("Concat")
+def _concat(B, *tensors, axis):
+    return B.concatenate(tensors, axis=axis)
+
+
+@_concat.def_vjp
+def _(dy, *tensors, axis):
+    sizes = [t.shape[axis] for t in tensors]
+    return list(split(dy, sizes, axis)) if len(sizes) > 1 else [dy]
+
+
+@export(method=False)
+def concat(tensors, axis=0):
+    """Tensors joined along an existing axis.
+
+    >>> import flowgrad as tf
+    >>> tf.concat([tf.tensor([1, 2]), tf.tensor([3])]).print()
+    Tensor
+        [1, 2, 3]
+    """
+    ts = _tensors(tensors, "concat")
+    r = ts[0].rank
+    if r == 0:
+        raise ShapeError("concat() cannot join scalars (rank 0): use stack()")
+    a = norm_axis(axis, r, "concat")
+    for i, t in enumerate(ts[1:], 1):
+        if t.rank != r:
+            raise ShapeError(f"Error in concat{r}D: rank of tensors[{i}] must be the same as the "
+                             f"rank of the rest ({r})")
+        for k in range(r):
+            if k != a and t.shape[k] != ts[0].shape[k]:
+                raise ShapeError(f"Error in concat{r}D: Shape of tensors[{i}] {t.shape} does "
+                                 f"not match {ts[0].shape} along the non-concatenated axis {k}")
+    if len(ts) == 1:
+        return ts[0]
+    return E.run_kernel(_concat, ts, {"axis": a})
+
+
+@primitive("SplitV", multi=True)
+def _split(B, x, sizes, axis):
+    cuts = np.cumsum(sizes)[:-1]
+    return B.split(x, cuts, axis=axis)
+
+
+@_split.def_vjp
+def _(dys, x, sizes, axis):
+    return concat(dys, axis)
+
+
+@export
+def split(x, num_or_size_splits, axis=0):
+    """x cut along ``axis`` into equal parts (an int) or parts of the given sizes (one size
+    may be -1). Returns a list of tensors.
+
+    >>> import flowgrad as tf
+    >>> [t.shape for t in tf.split(tf.zeros([6, 2]), [1, -1, 2])]
+    [(1, 2), (3, 2), (2, 2)]
+    """
+    x = as_tensor(x, "split")
+    a = norm_axis(axis, x.rank, "split")
+    n = x.shape[a]
+    if isinstance(num_or_size_splits, (int, np.integer)):
+        k = int(num_or_size_splits)
+        if k <= 0 or n % k:
+            raise ShapeError(f"Number of splits must evenly divide the axis: axis {a} has "
+                             f"{n} entries, which {k} splits cannot share equally.")
+        sizes = [n // k] * k
+    else:
+        sizes = [int(s) for s in num_or_size_splits]
+        if sizes.count(-1) > 1:
+            raise ShapeError("split(): only one size may be -1")
+        if -1 in sizes:
+            sizes[sizes.index(-1)] = n - (sum(sizes) + 1)
+        if sum(sizes) != n or any(s < 0 for s in sizes):
+            raise ShapeError(f"The sum of sizes {list(num_or_size_splits)} must match the size "
+                             f"of the axis ({n})")
+    return list(E.run_kernel(_split, (x,), {"sizes": tuple(sizes), "axis": a}))
+
+
+# ---------------------------------------------------------------- stack / unstack
+
+@primitive("Pack")
+def _stack(B, *tensors, axis):
+    return B.stack(tensors, axis=axis)
+
+
+@_stack.def_vjp
+def _(dy, *tensors, axis):
+    return unstack(dy, axis)
+
+
+@export(method=False)
+def stack(tensors, axis=0):
+    """Tensors of one shape joined along a new axis.
+
+    >>> import flowgrad as tf
+    >>> tf.stack([tf.tensor([1, 2]), tf.tensor([3, 4])]).shape
+    (2, 2)
+    """
+    ts = _tensors(tensors, "stack")
+    for i, t in enumerate(ts[1:], 1):
+        if t.shape != ts[0].shape:
+            raise ShapeError(f"All tensors passed to stack must have matching shapes: "
+                             f"tensors[0] has {ts[0].shape}, tensors[{i}] has {t.shape}")
+    a = norm_axis(axis, ts[0].rank + 1, "stack")
+    return E.run_kernel(_stack, ts, {"axis": a})
+
+
+@primitive("Unpack", multi=True)
+def _unstack(B, x, axis):
+    return tuple(B.moveaxis(x, axis, 0))
+
+
+@_unstack.def_vjp
+def _(dys, x, axis):
+    return stack(dys, axis)
+
+
+@export
+def unstack(x, axis=0):
+    """The slices of x along ``axis``, as a list of tensors of rank one less.
+
+    >>> import flowgrad as tf
+    >>> [t.item() for t in tf.unstack(tf.tensor([1, 2]))]
+    [1.0, 2.0]
+    """
+    x = as_tensor(x, "unstack")
+    if x.rank == 0:
+        raise ShapeError("unstack() needs a tensor of rank >= 1, got a scalar")
+    a = norm_axis(axis, x.rank, "unstack")
+    if x.shape[a] == 0:
+        return []
+    return list(E.run_kernel(_unstack, (x,), {"axis": a}))
+
+
+# ---------------------------------------------------------------- slice / pad
+
+@primitive("Slice")
+def _slice(B, x, begin, size):
+    return x[tuple(_pyslice(b, b + s) for b, s in zip(begin, size))]
+
+
+@_slice.def_vjp
+def _(dy, x, begin, size):
+    return pad(dy, [(b, n - b - s) for b, s, n in zip(begin, size, x.shape)])
+
+
+@export
+def slice(x, begin, size=None):  # noqa: A001 - the TF.js name
+    """The block of x starting at ``begin`` with ``size`` (-1 or missing: to the end).
+
+    >>> import flowgrad as tf
+    >>> tf.slice(tf.tensor([1, 2, 3, 4]), [1], [2]).print()
+    Tensor
+        [2, 3]
+    """
+    x = as_tensor(x, "slice")
+    r = x.rank
+    if isinstance(begin, (int, np.integer)):
+        begin = [int(begin)] + [0] * (r - 1)
+    begin = [int(b) for b in begin] + [0] * (r - len(begin))
+    if size is None:
+        size = [-1] * r
+    elif isinstance(size, (int, np.integer)):
+        size = [int(size)] + [-1] * (r - 1)
+    size = [int(s) for s in size] + [-1] * (r - len(size))
+    if len(begin) != r or len(size) != r:
+        raise ShapeError(f"Error in slice{r}D: Length of begin {begin} and size {size} must "
+                         f"match the rank of the array ({r}).")
+    out = []
+    for k, (b, s, n) in enumerate(zip(begin, size, x.shape)):
+        if s == -1:
+            s = n - b
+        if b < 0 or s < 0 or b + s > n:
+            raise ShapeError(f"Error in slice{r}D: begin {begin} and size {size} do not fit in "
+                             f"a tensor of shape {x.shape} (axis {k}).")
+        out.append(s)
+    if tuple(out) == x.shape:
+        return x
+    return E.run_kernel(_slice, (x,), {"begin": tuple(begin), "size": tuple(out)})
+
+
+@primitive("PadV2")
+def _pad(B, x, paddings, constant_value):
+    return B.pad(x, paddings, constant_values=constant_value)
+
+
+@_pad.def_vjp
+def _(dy, x, paddings, constant_value):
+    return slice(dy, [p[0] for p in paddings], list(x.shape))
+
+
+@export
+def pad(x, paddings, constant_value=0):
+    """x surrounded by ``constant_value``: paddings is [[before, after], ...] per axis.
+
+    >>> import flowgrad as tf
+    >>> tf.pad(tf.tensor([1, 2]), [[1, 2]]).print()
+    Tensor
+        [0, 1, 2, 0, 0]
+    """
+    x = as_tensor(x, "pad")
+    pads = tuple((int(p[0]), int(p[1])) for p in paddings)
+    if len(pads) != x.rank or any(p < 0 for pp in pads for p in pp):
+        raise ShapeError(f"pad(): paddings {[list(p) for p in pads]} must give one "
+                         f"non-negative [before, after] pair per axis of x (rank {x.rank})")
+    return E.run_kernel(_pad, (x,), {"paddings": pads, "constant_value": constant_value})
+
+
+# ---------------------------------------------------------------- reverse / tile
+
+@primitive("Reverse")
+def _reverse(B, x, axes):
+    return B.flip(x, axes)
+
+
+@_reverse.def_vjp
+def _(dy, x, axes):
+    return reverse(dy, axes)
+
+
+@export
+def reverse(x, axis=None):
+    """x with the order of entries reversed along ``axis`` (all axes when None).
+
+    >>> import flowgrad as tf
+    >>> tf.reverse(tf.tensor([1, 2, 3])).print()
+    Tensor
+        [3, 2, 1]
+    """
+    x = as_tensor(x, "reverse")
+    axes = norm_axes(axis, x.rank, "reverse")
+    if not axes:
+        return x
+    return E.run_kernel(_reverse, (x,), {"axes": axes})
+
+
+@primitive("Tile")
+def _tile(B, x, reps):
+    return B.tile(x, reps)
+
+
+@_tile.def_vjp
+def _(dy, x, reps):
+    # dy viewed as (r0, s0, r1, s1, ...): the copies of x sit along the r axes
+    inter = []
+    for r, s in zip(reps, x.shape):
+        inter += [r, s]
+    return reshape(dy, inter).sum(list(range(0, 2 * x.rank, 2)))
+
+
+@export
+def tile(x, reps):
+    """x repeated ``reps[i]`` times along axis i (any rank).
+
+    >>> import flowgrad as tf
+    >>> tf.tile(tf.tensor([1, 2]), [2]).print()
+    Tensor
+        [1, 2, 1, 2]
+    """
+    x = as_tensor(x, "tile")
+    reps = tuple(int(r) for r in reps)
+    if len(reps) != x.rank or any(r < 0 for r in reps):
+        raise ShapeError(f"Error in tile: reps {list(reps)} must have one non-negative entry "
+                         f"per axis of x (rank {x.rank})")
+    if all(r == 1 for r in reps):
+        return x
+    return E.run_kernel(_tile, (x,), {"reps": reps})
+
+
+# ---------------------------------------------------------------- gather / segment sum
+
+@primitive("GatherV2")
+def _gather(B, x, indices, axis):
+    return B.take(x, indices, axis=axis)
+
+
+@_gather.def_vjp
+def _(dy, x, indices, axis):
+    return _scatter_add(dy, indices, axis, x.shape[axis]), None
+
+
+@primitive("ScatterAdd")
+def _scatter_add_k(B, dy, indices, axis, n):
+    pre = dy.shape[:axis]
+    post = dy.shape[axis + indices.ndim:]
+    d3 = dy.reshape((_size(pre), indices.size, _size(post)))
+    out = B.zeros((_size(pre), n, _size(post)), dtype=dy.dtype)
+    flat = indices.reshape(-1)
+    ok = (flat >= 0) & (flat < n)       # negative segment ids are dropped (TF.js)
+    if not ok.all():
+        flat, d3 = flat[ok], d3[:, ok]
+    B.add.at(out, (_pyslice(None), flat), d3)
+    return out.reshape(pre + (n,) + post)
+
+
+@_scatter_add_k.def_vjp
+def _(ddx, dy, indices, axis, n):
+    return _gather_raw(ddx, indices, axis), None
+
+
+def _scatter_add(dy, indices, axis, n):
+    return E.run_kernel(_scatter_add_k, (dy, indices), {"axis": axis, "n": n})
+
+
+def _gather_raw(x, indices, axis):
+    # negative ids select nothing: gather from x padded with a zero row at the end
+    return E.run_kernel(_gather_pad, (x, indices), {"axis": axis})
+
+
+@primitive("GatherOrZero")
+def _gather_pad(B, x, indices, axis):
+    n = x.shape[axis]
+    ok = (indices >= 0) & (indices < n)
+    out = B.take(x, B.where(ok, indices, 0), axis=axis)
+    if not ok.all():
+        shape = [1] * out.ndim
+        shape[axis:axis + indices.ndim] = indices.shape
+        out = B.where(ok.reshape(shape), out, 0).astype(x.dtype)
+    return out
+
+
+@_gather_pad.def_vjp
+def _(dy, x, indices, axis):
+    return _scatter_add(dy, indices, axis, x.shape[axis]), None
+
+
+def _check_indices(indices, n, fn, what="indices"):
+    indices = as_tensor(indices, fn, what)
+    if indices.dtype != dtypes.int32:
+        if indices.dtype in dtypes.FLOATS and bool((indices.floor() == indices).all()):
+            indices = indices.cast("int32")
+        else:
+            raise DtypeError(f"Argument '{what}' passed to '{fn}' must be int32 tensor, but "
+                             f"got {indices.dtype} tensor")
+    return indices
+
+
+@export
+def gather(x, indices, axis=0):
+    """Entries of x picked along ``axis`` by int32 ``indices`` (any shape).
+
+    >>> import flowgrad as tf
+    >>> tf.gather(tf.tensor([10, 20, 30]), tf.tensor([2, 0], dtype="int32")).print()
+    Tensor
+        [30, 10]
+    """
+    x = as_tensor(x, "gather")
+    a = norm_axis(axis, x.rank, "gather")
+    indices = _check_indices(indices, x.shape[a], "gather")
+    if indices.size:
+        arr = indices.numpy()
+        lo, hi = int(arr.min()), int(arr.max())
+        if lo < 0 or hi >= x.shape[a]:
+            bad = lo if lo < 0 else hi
+            raise ShapeError(f"gather(): index {bad} is out of range for axis {a} of x, which "
+                             f"has {x.shape[a]} entries (shape {x.shape}).")
+    return E.run_kernel(_gather, (x, indices), {"axis": a})
+
+
+@export
+def unsorted_segment_sum(x, segment_ids, num_segments):
+    """Sums of the rows of x that share a segment id: out[i] = sum of x[j] where
+    segment_ids[j] == i. Negative ids are dropped.
+
+    >>> import flowgrad as tf
+    >>> ids = tf.tensor([0, 1, 0], dtype="int32")
+    >>> tf.unsorted_segment_sum(tf.tensor([1, 2, 3]), ids, 2).print()
+    Tensor
+        [4, 2]
+    """
+    x = as_tensor(x, "unsorted_segment_sum")
+    ids = _check_indices(segment_ids, num_segments, "unsorted_segment_sum", "segment_ids")
+    if ids.shape != x.shape[:ids.rank]:
+        raise ShapeError(f"unsorted_segment_sum(): segment_ids shape {ids.shape} must be a "
+                         f"prefix of x's shape {x.shape}")
+    return _scatter_add(x, ids, 0, int(num_segments))
+
+
+# ---------------------------------------------------------------- Python indexing
+
+@primitive("StridedSlice")
+def _strided_slice(B, x, key):
+    return x[key]
+
+
+@_strided_slice.def_vjp
+def _(dy, x, key):
+    return E.run_kernel(_strided_slice_grad, (dy,), {"key": key, "shape": x.shape})
+
+
+@primitive("StridedSliceGrad")
+def _strided_slice_grad(B, dy, key, shape):
+    out = B.zeros(shape, dtype=dy.dtype)
+    out[key] = dy
+    return out
+
+
+@_strided_slice_grad.def_vjp
+def _(ddx, dy, key, shape):
+    return E.run_kernel(_strided_slice, (ddx,), {"key": key})
+
+
+def _index_key(key, shape):
+    if not isinstance(key, tuple):
+        key = (key,)
+    out = []
+    dims = sum(1 for k in key if k is not None and k is not Ellipsis)
+    if dims > len(shape):
+        raise ShapeError(f"too many indices for a tensor of shape {shape}: {len(key)} given")
+    if sum(1 for k in key if k is Ellipsis) > 1:
+        raise ShapeError("an index can only have a single ellipsis ('...')")
+    axis = 0
+    for k in key:
+        if k is None or k is Ellipsis:
+            out.append(k)
+            if k is Ellipsis:
+                axis += len(shape) - dims
+            continue
+        if isinstance(k, Tensor):
+            k = k.item() if k.rank == 0 else k
+        if isinstance(k, builtins.slice):
+            out.append(k)
+        elif isinstance(k, (int, np.integer)) and not isinstance(k, bool):
+            n = shape[axis]
+            if not -n <= k < n:
+                raise ShapeError(f"index {k} is out of bounds for axis {axis} with size {n}")
+            out.append(int(k) % n)
+        else:
+            raise ArgumentError(f"Tensors are indexed with ints, slices, None and '...'; got "
+                                f"{type(k).__name__}. Use tf.gather() for index tensors.")
+        axis += 1
+    return tuple(out)
+
+
+def _getitem(self, key):
+    """``x[1:, None, ..., 0]``: basic indexing with ints, slices, None and Ellipsis.
+
+    >>> import flowgrad as tf
+    >>> tf.tensor([[1, 2, 3], [4, 5, 6]])[1, ::2].print()
+    Tensor
+        [4, 6]
+    """
+    return E.run_kernel(_strided_slice, (self,), {"key": _index_key(key, self.shape)})
+
+
+Tensor.__getitem__ = _getitem

@@ -1,0 +1,595 @@
+"""Elementwise one-input ops: arithmetic, exponentials, trigonometry, activations.
+
+Each kernel sits beside its gradient rule; rules use flowgrad ops (Tensor methods and
+operators), so every gradient is differentiable again. Rules that need the op's output
+declare ``save_y`` and receive it still connected to the input, which is what makes
+exp'', tanh'' and sigmoid'' right (TF.js gets them wrong).
+"""
+import math
+
+from .. import engine as E
+from ..errors import ArgumentError
+from ..tensor import Tensor
+from ._core import as_float, as_numeric, export, primitive, unary
+from .logical import where
+
+_SQRT_PI_2 = 2.0 / math.sqrt(math.pi)
+SELU_SCALE = 1.0507009873554805
+SELU_ALPHA = 1.6732632423543772
+
+
+# ---------------------------------------------------------------- arithmetic
+
+@unary("Neg", policy="numeric")
+def neg(B, x):
+    """-x, elementwise.
+
+    >>> import flowgrad as tf
+    >>> tf.neg(tf.tensor([1, -2])).print()
+    Tensor
+        [-1, 2]
+    """
+    return B.negative(x)
+
+
+@neg.vjp
+def _(dy, x):
+    return -dy
+
+
+@unary("Square", policy="numeric")
+def square(B, x):
+    """x², elementwise.
+
+    >>> import flowgrad as tf
+    >>> tf.square(tf.tensor([2, 3])).print()
+    Tensor
+        [4, 9]
+    """
+    return B.square(x)
+
+
+@square.vjp
+def _(dy, x):
+    return dy * (x * 2)
+
+
+@unary("Sqrt", save_y=True)
+def sqrt(B, x):
+    """√x, elementwise (NaN below 0). Gradient +Inf at 0.
+
+    >>> import flowgrad as tf
+    >>> tf.sqrt(tf.tensor([4, 9])).print()
+    Tensor
+        [2, 3]
+    """
+    return B.sqrt(x)
+
+
+@sqrt.vjp
+def _(dy, x, y):
+    return dy / (y * 2)
+
+
+@unary("Rsqrt", save_y=True)
+def rsqrt(B, x):
+    """1/√x, elementwise.
+
+    >>> import flowgrad as tf
+    >>> tf.rsqrt(tf.tensor([4])).print()
+    Tensor
+        [0.5]
+    """
+    return 1 / B.sqrt(x)
+
+
+@rsqrt.vjp
+def _(dy, x, y):
+    return dy * (y * y * y) * -0.5
+
+
+@unary("Reciprocal", save_y=True)
+def reciprocal(B, x):
+    """1/x, elementwise.
+
+    >>> import flowgrad as tf
+    >>> tf.reciprocal(tf.tensor([2, 4])).print()
+    Tensor
+        [0.5, 0.25]
+    """
+    return 1 / x
+
+
+@reciprocal.vjp
+def _(dy, x, y):
+    return -dy * (y * y)
+
+
+@unary("Abs", policy="numeric")
+def abs(B, x):  # noqa: A001 - the TF.js name
+    """|x|, elementwise. [conv] abs'(0) = -1, as TF.js.
+
+    >>> import flowgrad as tf
+    >>> tf.abs(tf.tensor([-2, 3])).print()
+    Tensor
+        [2, 3]
+    """
+    return B.abs(x)
+
+
+@abs.vjp
+def _(dy, x):
+    return dy * x.step(-1)
+
+
+# ---------------------------------------------------------------- exponentials and logs
+
+@unary("Exp", save_y=True)
+def exp(B, x):
+    """eˣ, elementwise. Every derivative is right (TF.js's exp'' throws).
+
+    >>> import flowgrad as tf
+    >>> tf.exp(tf.tensor([0, -1])).print()
+    Tensor
+        [1, 0.3678794]
+    """
+    return B.exp(x)
+
+
+@exp.vjp
+def _(dy, x, y):
+    return dy * y
+
+
+@unary("Expm1", save_y=True)
+def expm1(B, x):
+    """eˣ - 1, accurate near 0.
+
+    >>> import flowgrad as tf
+    >>> tf.expm1(tf.tensor([0])).print()
+    Tensor
+        [0]
+    """
+    return B.expm1(x)
+
+
+@expm1.vjp
+def _(dy, x, y):
+    return dy * (y + 1)
+
+
+@unary("Log")
+def log(B, x):
+    """Natural logarithm (-Inf at 0, NaN below).
+
+    >>> import flowgrad as tf
+    >>> tf.log(tf.tensor([1])).print()
+    Tensor
+        [0]
+    """
+    return B.log(x)
+
+
+@log.vjp
+def _(dy, x):
+    return dy / x
+
+
+@unary("Log1p")
+def log1p(B, x):
+    """log(1 + x), accurate near 0.
+
+    >>> import flowgrad as tf
+    >>> tf.log1p(tf.tensor([0])).print()
+    Tensor
+        [0]
+    """
+    return B.log1p(x)
+
+
+@log1p.vjp
+def _(dy, x):
+    return dy / (x + 1)
+
+
+@unary("Sigmoid", save_y=True)
+def sigmoid(B, x):
+    """1 / (1 + e⁻ˣ), computed without overflow.
+
+    >>> import flowgrad as tf
+    >>> tf.sigmoid(tf.tensor([0])).print()
+    Tensor
+        [0.5]
+    """
+    # NOTE: 0.5 + 0.5 tanh(x/2) is the logistic function without exp overflow for x << 0
+    return B.tanh(x * 0.5) * 0.5 + 0.5
+
+
+@sigmoid.vjp
+def _(dy, x, y):
+    return dy * (y * (1 - y))
+
+
+@unary("Softplus")
+def softplus(B, x):
+    """log(1 + eˣ), computed without overflow.
+
+    >>> import flowgrad as tf
+    >>> tf.softplus(tf.tensor([0])).print()
+    Tensor
+        [0.6931472]
+    """
+    return B.logaddexp(x.dtype.type(0), x)
+
+
+@softplus.vjp
+def _(dy, x):
+    return dy * x.sigmoid()
+
+
+@unary("LogSigmoid")
+def log_sigmoid(B, x):
+    """log(sigmoid(x)) = -softplus(-x), without overflow.
+
+    >>> import flowgrad as tf
+    >>> tf.log_sigmoid(tf.tensor([0])).print()
+    Tensor
+        [-0.6931472]
+    """
+    return -B.logaddexp(x.dtype.type(0), -x)
+
+
+@log_sigmoid.vjp
+def _(dy, x):
+    return dy * (-x).sigmoid()
+
+
+@unary("Erf")
+def erf(B, x):
+    """The error function 2/√π ∫₀ˣ e^(-t²) dt.
+
+    >>> import flowgrad as tf
+    >>> tf.erf(tf.tensor([0])).print()
+    Tensor
+        [0]
+    """
+    return B.erf(x)
+
+
+@erf.vjp
+def _(dy, x):
+    return dy * ((-x.square()).exp() * _SQRT_PI_2)
+
+
+# ---------------------------------------------------------------- trigonometry
+
+@unary("Sin")
+def sin(B, x):
+    """sin x.
+
+    >>> import flowgrad as tf
+    >>> tf.sin(tf.tensor([0])).print()
+    Tensor
+        [0]
+    """
+    return B.sin(x)
+
+
+@sin.vjp
+def _(dy, x):
+    return dy * x.cos()
+
+
+@unary("Cos")
+def cos(B, x):
+    """cos x.
+
+    >>> import flowgrad as tf
+    >>> tf.cos(tf.tensor([0])).print()
+    Tensor
+        [1]
+    """
+    return B.cos(x)
+
+
+@cos.vjp
+def _(dy, x):
+    return -dy * x.sin()
+
+
+@unary("Tan")
+def tan(B, x):
+    """tan x.
+
+    >>> import flowgrad as tf
+    >>> tf.tan(tf.tensor([0])).print()
+    Tensor
+        [0]
+    """
+    return B.tan(x)
+
+
+@tan.vjp
+def _(dy, x):
+    return dy / x.cos().square()
+
+
+@unary("Asin")
+def asin(B, x):
+    """arcsin x (NaN outside [-1, 1]).
+
+    >>> import flowgrad as tf
+    >>> tf.asin(tf.tensor([0])).print()
+    Tensor
+        [0]
+    """
+    return B.arcsin(x)
+
+
+@asin.vjp
+def _(dy, x):
+    return dy / (1 - x.square()).sqrt()
+
+
+@unary("Acos")
+def acos(B, x):
+    """arccos x (NaN outside [-1, 1]).
+
+    >>> import flowgrad as tf
+    >>> tf.acos(tf.tensor([1])).print()
+    Tensor
+        [0]
+    """
+    return B.arccos(x)
+
+
+@acos.vjp
+def _(dy, x):
+    return -dy / (1 - x.square()).sqrt()
+
+
+@unary("Atan")
+def atan(B, x):
+    """arctan x.
+
+    >>> import flowgrad as tf
+    >>> tf.atan(tf.tensor([0])).print()
+    Tensor
+        [0]
+    """
+    return B.arctan(x)
+
+
+@atan.vjp
+def _(dy, x):
+    return dy / (x.square() + 1)
+
+
+@unary("Sinh")
+def sinh(B, x):
+    """sinh x.
+
+    >>> import flowgrad as tf
+    >>> tf.sinh(tf.tensor([0])).print()
+    Tensor
+        [0]
+    """
+    return B.sinh(x)
+
+
+@sinh.vjp
+def _(dy, x):
+    return dy * x.cosh()
+
+
+@unary("Cosh")
+def cosh(B, x):
+    """cosh x.
+
+    >>> import flowgrad as tf
+    >>> tf.cosh(tf.tensor([0])).print()
+    Tensor
+        [1]
+    """
+    return B.cosh(x)
+
+
+@cosh.vjp
+def _(dy, x):
+    return dy * x.sinh()
+
+
+@unary("Tanh", save_y=True)
+def tanh(B, x):
+    """tanh x. Every derivative is right (TF.js's tanh'' throws).
+
+    >>> import flowgrad as tf
+    >>> tf.tanh(tf.tensor([0])).print()
+    Tensor
+        [0]
+    """
+    return B.tanh(x)
+
+
+@tanh.vjp
+def _(dy, x, y):
+    return dy * (1 - y.square())
+
+
+@unary("Asinh")
+def asinh(B, x):
+    """arsinh x.
+
+    >>> import flowgrad as tf
+    >>> tf.asinh(tf.tensor([0])).print()
+    Tensor
+        [0]
+    """
+    return B.arcsinh(x)
+
+
+@asinh.vjp
+def _(dy, x):
+    return dy / (x.square() + 1).sqrt()
+
+
+@unary("Acosh")
+def acosh(B, x):
+    """arcosh x (NaN below 1).
+
+    >>> import flowgrad as tf
+    >>> tf.acosh(tf.tensor([1])).print()
+    Tensor
+        [0]
+    """
+    return B.arccosh(x)
+
+
+@acosh.vjp
+def _(dy, x):
+    return dy / (x.square() - 1).sqrt()
+
+
+@unary("Atanh")
+def atanh(B, x):
+    """artanh x (NaN outside (-1, 1)).
+
+    >>> import flowgrad as tf
+    >>> tf.atanh(tf.tensor([0])).print()
+    Tensor
+        [0]
+    """
+    return B.arctanh(x)
+
+
+@atanh.vjp
+def _(dy, x):
+    return dy / (1 - x.square())
+
+
+# ---------------------------------------------------------------- activations
+
+@unary("Relu", policy="numeric")
+def relu(B, x):
+    """max(x, 0). [conv] relu'(0) = 0.
+
+    >>> import flowgrad as tf
+    >>> tf.relu(tf.tensor([-1, 2])).print()
+    Tensor
+        [0, 2]
+    """
+    return B.maximum(x, 0).astype(x.dtype, copy=False)
+
+
+@relu.vjp
+def _(dy, x):
+    return dy * x.step()
+
+
+@unary("Relu6", policy="numeric")
+def relu6(B, x):
+    """min(max(x, 0), 6). [conv] the gradient is 1 on 0 < x <= 6.
+
+    >>> import flowgrad as tf
+    >>> tf.relu6(tf.tensor([-1, 3, 8])).print()
+    Tensor
+        [0, 3, 6]
+    """
+    return B.clip(x, 0, 6).astype(x.dtype, copy=False)
+
+
+@relu6.vjp
+def _(dy, x):
+    return dy * x.greater(0).logical_and(x.less_equal(6)).cast(dy.dtype)
+
+
+@unary("Elu", save_y=True)
+def elu(B, x):
+    """x if x > 0 else eˣ - 1. [conv] elu'(0) = 1.
+
+    >>> import flowgrad as tf
+    >>> tf.elu(tf.tensor([0, 1])).print()
+    Tensor
+        [0, 1]
+    """
+    return B.where(x > 0, x, B.expm1(B.minimum(x, 0)))
+
+
+@elu.vjp
+def _(dy, x, y):
+    return where(y >= 0, dy, dy * (y + 1))
+
+
+@unary("Selu")
+def selu(B, x):
+    """scale·(x if x > 0 else α(eˣ - 1)), with TF.js's scale and α.
+
+    >>> import flowgrad as tf
+    >>> tf.selu(tf.tensor([1])).print()
+    Tensor
+        [1.050701]
+    """
+    return B.where(x > 0, x, B.expm1(B.minimum(x, 0)) * SELU_ALPHA) * SELU_SCALE
+
+
+@selu.vjp
+def _(dy, x):
+    # [conv] at 0 the gradient is scale·α, as in TF.js
+    return where(x > 0, dy * SELU_SCALE, dy * (x.exp() * (SELU_SCALE * SELU_ALPHA)))
+
+
+@primitive("LeakyRelu")
+def _leaky_relu(B, x, alpha):
+    return B.where(x > 0, x, x * alpha)
+
+
+@_leaky_relu.def_vjp
+def _(dy, x, alpha):
+    return where(x > 0, dy, dy * alpha)
+
+
+@export
+def leaky_relu(x, alpha=0.2):
+    """x if x > 0 else alpha·x. [conv] the gradient at 0 is alpha.
+
+    >>> import flowgrad as tf
+    >>> tf.leaky_relu(tf.tensor([-1, 2]), 0.1).print()
+    Tensor
+        [-0.1, 2]
+    """
+    x = as_float(x, "leaky_relu")
+    return E.run_kernel(_leaky_relu, (x,), {"alpha": float(alpha)})
+
+
+@primitive("ClipByValue")
+def _clip(B, x, lo, hi):
+    return B.clip(x, lo, hi).astype(x.dtype, copy=False)
+
+
+@_clip.def_vjp
+def _(dy, x, lo, hi):
+    # [conv] bounds are inclusive; NaN inputs get 0
+    return where(x.greater_equal(lo).logical_and(x.less_equal(hi)), dy, 0)
+
+
+@export
+def clip_by_value(x, clip_value_min, clip_value_max):
+    """x clipped to [min, max], keeping x's dtype. The gradient passes where
+    min <= x <= max (bounds inclusive, as TF.js) and is 0 elsewhere; unlike TF.js it stays
+    connected when min == max.
+
+    >>> import flowgrad as tf
+    >>> tf.clip_by_value(tf.tensor([-2, 0.5, 3]), -1, 1).print()
+    Tensor
+        [-1, 0.5, 1]
+    """
+    x = as_numeric(x, "clip_by_value") if not isinstance(x, Tensor) else x
+    lo, hi = float(clip_value_min), float(clip_value_max)
+    if lo > hi:
+        raise ArgumentError(f"Error in clip: min ({_num(clip_value_min)}) must be less than "
+                            f"or equal to max ({_num(clip_value_max)}).")
+    return E.run_kernel(_clip, (x,), {"lo": lo, "hi": hi})
+
+
+def _num(v):
+    return int(v) if float(v).is_integer() else v

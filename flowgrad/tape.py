@@ -1,0 +1,256 @@
+"""Backprop over the recorded graph: x -> y path filtering, the gradient sweep, and the one
+place where gradients are un-broadcast to their input's shape and dtype.
+
+Nodes hang off the tensors they produced (``t._node``). Backprop walks from y to the inputs,
+keeping only nodes of the current session that depend on some x (TF.js's tape filtering),
+then runs their rules in reverse topological order. Rules are written with flowgrad ops, so
+when an outer gradient function is recording, this sweep is itself recorded: higher order.
+Saved outputs are handed to rules as fresh tensors attached to the same node, so they stay
+connected to the inputs (TF.js hands out disconnected clones and loses exp'', tanh'' ...).
+"""
+from . import dtypes
+from . import engine as E
+from .errors import GradientError, ShapeError
+
+# flowgrad ops used by the sweep; bound by flowgrad.ops once the op table exists
+_ops = None
+
+
+def bind_ops(ns):
+    """Give the sweep the ops it needs (add, cast, sum, reshape, zeros)."""
+    global _ops
+    _ops = ns
+
+
+def _shape_str(shape):
+    return str(tuple(shape))
+
+
+def _input_name(prim, i):
+    names = prim.arg_names
+    if prim.strict or i >= len(names) or names[0] in ("tensors", "args"):
+        return str(i)
+    return names[i]
+
+
+def unbroadcast(dx, shape, prim=None, i=0):
+    """Sum ``dx`` over the axes along which an input of ``shape`` was broadcast."""
+    dshape = dx.shape
+    lead = len(dshape) - len(shape)
+    ok = lead >= 0
+    axes = list(range(lead)) if ok else []
+    if ok:
+        for k, s in enumerate(shape):
+            d = dshape[k + lead]
+            if s == d:
+                continue
+            if s == 1:
+                axes.append(k + lead)
+            else:
+                ok = False
+                break
+    if not ok:
+        op = prim.name if prim is not None else "?"
+        raise GradientError(
+            f"Error in gradient for op {op}. The gradient of input "
+            f"'{_input_name(prim, i) if prim is not None else i}' has shape "
+            f"{_shape_str(dshape)}, which does not match the shape of the input "
+            f"{_shape_str(shape)}")
+    if axes:
+        dx = _ops.sum(dx, axes)
+    if dx.shape != tuple(shape):
+        dx = _ops.reshape(dx, shape)
+    return dx
+
+
+def _fix_grad(dx, t, n, i):
+    """Bring a rule's gradient to the input's shape and gradient dtype (or explain why not)."""
+    prim = n.prim
+    if not isinstance(dx, E._T):
+        if prim.strict:
+            raise GradientError(
+                "The function f passed in custom_grad(f) must return an object where "
+                "`obj.grad_func` is a function that returns a list of only tensors "
+                f"(got {type(dx).__name__} for input {i}).")
+        dx = _ops.tensor(dx, dtype=dtypes.grad_dtype(t.dtype))
+    if dx.shape != t.shape:
+        if prim.strict:
+            raise GradientError(
+                f"Error in gradient for op {_op_label(n)}. The gradient of input '{i}' has "
+                f"shape {_shape_str(dx.shape)}, which does not match the shape of the input "
+                f"{_shape_str(t.shape)}. A custom gradient must return one gradient per "
+                f"input, each with its input's shape (sum over broadcast axes yourself).")
+        dx = unbroadcast(dx, t.shape, prim, i)
+    want = dtypes.grad_dtype(t.dtype)
+    if dx.dtype != want:
+        if prim.strict and not dtypes.is_float(dx.dtype):
+            raise GradientError(
+                f"Error in gradient for op {_op_label(n)}. The gradient of input {i} must "
+                f"have a float dtype ('{want}'), but has '{dx.dtype}'")
+        dx = _ops.cast(dx, want)
+    return dx
+
+
+def _op_label(n):
+    return (n.attrs or {}).get("name") or n.prim.name
+
+
+def _saved_outputs(n):
+    """Outputs of ``n`` for its rule: fresh tensors attached to ``n`` (so still connected)."""
+    if n.nout == 1:
+        y = E.make_tensor(n.out)
+        y._node = n
+        return (y,)
+    ys = []
+    for i, o in enumerate(n.out):
+        y = E.make_tensor(o)
+        y._node = n
+        y._idx = i
+        ys.append(y)
+    return tuple(ys)
+
+
+def walk(y, src, sess):
+    """Nodes between the sources and y, in topological order, and the sources y reaches.
+
+    ``src`` maps id(x) -> x. A node is kept when some input is a source or comes from a kept
+    node. Non-differentiable nodes connect (their inputs get zero gradient) but are not kept;
+    stop_gradient nodes cut the path.
+    """
+    seen = set()
+    order = []
+    dep = {}
+    if id(y) in src:
+        seen.add(id(y))
+        return order, seen, dep
+    yn = y._node
+    if yn is None or yn.sess is not sess:
+        return order, seen, dep
+    stack = [yn]
+    while stack:
+        n = stack[-1]
+        if n in dep:
+            stack.pop()
+            continue
+        if n.prim.cut:
+            dep[n] = False
+            stack.pop()
+            continue
+        pending = False
+        for t in n.inputs:
+            if id(t) not in src:
+                m = t._node
+                if m is not None and m.sess is sess and m not in dep:
+                    stack.append(m)
+                    pending = True
+        if pending:
+            continue
+        stack.pop()
+        d = False
+        for t in n.inputs:
+            if id(t) in src:
+                seen.add(id(t))
+                d = True
+            else:
+                m = t._node
+                if m is not None and m.sess is sess and dep[m]:
+                    d = True
+        if d and n.prim.vjp is None:
+            d = False
+        dep[n] = d
+        if d:
+            order.append(n)
+    return order, seen, dep
+
+
+def backprop(y, dy, xs, sess):
+    """Gradients of y (seeded with dy) with respect to each tensor of ``xs``.
+
+    Returns ``(grads, connected)``: grads[i] is a Tensor or None (no gradient reached it),
+    connected[i] tells whether xs[i] lies on some path to y at all.
+    """
+    src = {}
+    for x in xs:
+        src[id(x)] = x
+    order, seen, dep = walk(y, src, sess)
+    gsrc = {}
+    if id(y) in src:
+        gsrc[id(y)] = dy
+    elif order:
+        yn = y._node
+        if yn.nout == 1:
+            grads = {yn: dy}
+        else:
+            lst = [None] * yn.nout
+            lst[y._idx] = dy
+            grads = {yn: lst}
+        E.enter_backward()
+        try:
+            _sweep(order, grads, gsrc, src, dep, sess)
+        finally:
+            E.exit_backward()
+    out = [gsrc.get(id(x)) for x in xs]
+    connected = [id(x) in seen for x in xs]
+    return out, connected
+
+
+def _sweep(order, grads, gsrc, src, dep, sess):
+    add = _ops.add
+    for n in reversed(order):
+        g = grads.pop(n, None)
+        if g is None:
+            continue
+        prim = n.prim
+        if n.nout > 1:
+            if all(gi is None for gi in g):
+                continue
+            g = [gi if gi is not None else _ops.zeros(shape, dt)
+                 for gi, (shape, dt) in zip(g, n.metas)]
+        ins = n.inputs
+        args = ins + _saved_outputs(n) if prim.save_y else ins
+        kw = n.attrs
+        if prim.vjp_needs:
+            needs = tuple(id(t) in src or (t._node is not None and t._node.sess is sess
+                                           and dep.get(t._node, False)) for t in ins)
+            kw = dict(kw or {}, needs=needs)
+        r = prim.vjp(g, *args, **kw) if kw else prim.vjp(g, *args)
+        if len(ins) == 1 and not isinstance(r, (list, tuple)):
+            r = (r,)
+        elif not isinstance(r, (list, tuple)) or len(r) != len(ins):
+            if prim.strict:
+                raise GradientError(
+                    "The function f passed in custom_grad(f) must return an object where "
+                    "`obj.grad_func` is a function that returns the same number of tensors "
+                    f"as inputs passed to f(...): {len(ins)} inputs, but grad_func returned "
+                    f"{len(r) if isinstance(r, (list, tuple)) else 1}.")
+            raise GradientError(f"The gradient rule of {prim.name} returned "
+                                f"{type(r).__name__}, expected {len(ins)} gradients.")
+        for i, t in enumerate(ins):
+            dx = r[i]
+            if dx is None:
+                continue
+            k = id(t)
+            if k in src:
+                dx = _fix_grad(dx, t, n, i)
+                old = gsrc.get(k)
+                gsrc[k] = dx if old is None else add(old, dx)
+                continue
+            m = t._node
+            if m is None or m.sess is not sess or not dep.get(m, False):
+                continue
+            dx = _fix_grad(dx, t, n, i)
+            if m.nout == 1:
+                old = grads.get(m)
+                grads[m] = dx if old is None else add(old, dx)
+            else:
+                lst = grads.get(m)
+                if lst is None:
+                    lst = grads[m] = [None] * m.nout
+                j = t._idx
+                lst[j] = dx if lst[j] is None else add(lst[j], dx)
+
+
+def check_dy_shape(dy_shape, y_shape, prefix):
+    if tuple(dy_shape) != tuple(y_shape):
+        raise ShapeError(f"{prefix} Shapes {_shape_str(dy_shape)} and {_shape_str(y_shape)} "
+                         f"must match")

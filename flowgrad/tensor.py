@@ -1,0 +1,393 @@
+"""Tensor and Variable.
+
+A Tensor is an immutable array plus what autodiff and memory accounting need. Its op
+methods (``x.square().add(x)``) and Python operators are attached by the op table in
+``flowgrad.ops``; this file holds only what is not an op: conversion, printing, disposal,
+variables and their registry. TF.js camelCase method names resolve to the snake_case ones.
+"""
+import itertools
+
+import numpy as np
+
+from . import dtypes
+from . import engine as E
+from .errors import ArgumentError, DisposedError, DtypeError, ShapeError, VariableError
+from .names import camel_to_snake
+from .printing import tensor_to_string
+
+
+class Tensor:
+    """An immutable n-dimensional array of float32, float64, int32 or bool.
+
+    Create with ``tf.tensor``, ``tf.scalar``, ``tf.zeros``...; combine with ops
+    (``x.square().add(x)``, ``tf.mat_mul(a, b)``) or Python operators.
+
+    >>> import flowgrad as tf
+    >>> x = tf.tensor([1, 2, 3])
+    >>> print(x.square().add(x))
+    Tensor
+        [2, 6, 12]
+    """
+    __slots__ = ("_data", "shape", "dtype", "id", "_node", "_idx", "kept", "_disposed", "_buf",
+                 "__weakref__")
+    # NumPy defers to our reflected operators (array * tensor -> Tensor.__rmul__)
+    __array_ufunc__ = None
+    __hash__ = object.__hash__
+
+    def __init__(self, *args, **kwargs):
+        raise TypeError("Create tensors with tf.tensor(values, shape=None, dtype=None), "
+                        "tf.scalar(...), tf.zeros(...) and the other creation functions.")
+
+    # ------------------------------------------------------------- properties
+    @property
+    def rank(self):
+        """Number of dimensions."""
+        return len(self.shape)
+
+    @property
+    def size(self):
+        """Number of elements."""
+        n = 1
+        for s in self.shape:
+            n *= s
+        return n
+
+    @property
+    def is_disposed(self):
+        """True once the tensor was disposed (by ``dispose`` or a ``tidy``)."""
+        return self._disposed
+
+    def throw_if_disposed(self):
+        if self._disposed:
+            raise DisposedError(f"Tensor is disposed. (a {self.dtype} tensor of shape "
+                                f"{self.shape}, id {self.id})")
+
+    def _array(self):
+        if self._disposed:
+            self.throw_if_disposed()
+        return self._data
+
+    # ------------------------------------------------------------- conversion
+    def numpy(self):
+        """A NumPy copy of the values.
+
+        >>> import flowgrad as tf
+        >>> tf.tensor([[1, 2]]).numpy()
+        array([[1., 2.]], dtype=float32)
+        """
+        return np.array(self._array(), copy=True)
+
+    def data_sync(self):
+        """The values as a flat NumPy array (TF.js ``dataSync``).
+
+        >>> import flowgrad as tf
+        >>> tf.tensor([[1, 2], [3, 4]]).data_sync()
+        array([1., 2., 3., 4.], dtype=float32)
+        """
+        return np.array(self._array(), copy=True).reshape(-1)
+
+    def array_sync(self):
+        """The values as nested Python lists (a Python number for a scalar).
+
+        >>> import flowgrad as tf
+        >>> tf.tensor([[1, 2], [3, 4]], dtype="int32").array_sync()
+        [[1, 2], [3, 4]]
+        """
+        return np.asarray(self._array()).tolist()
+
+    async def data(self):
+        """Awaitable ``data_sync()`` (TF.js ``data()``)."""
+        return self.data_sync()
+
+    async def array(self):
+        """Awaitable ``array_sync()`` (TF.js ``array()``)."""
+        return self.array_sync()
+
+    def item(self):
+        """The single value of a one-element tensor, as a Python number or bool.
+
+        >>> import flowgrad as tf
+        >>> tf.scalar(3).item()
+        3.0
+        """
+        a = self._array()
+        if self.size != 1:
+            raise ShapeError(f"item() needs a tensor with one element, but this one has shape "
+                             f"{self.shape} ({self.size} elements).")
+        return np.asarray(a).reshape(-1)[0].item()
+
+    def __array__(self, dtype=None, copy=None):
+        a = np.asarray(self._array())
+        if copy is False:
+            if dtype is not None and np.dtype(dtype) != a.dtype:
+                raise ValueError("A copy is needed to change the dtype.")
+            v = a.view()
+            v.flags.writeable = False
+            return v
+        return np.array(a, dtype=dtype, copy=True)
+
+    def __float__(self):
+        return float(self.item())
+
+    def __int__(self):
+        return int(self.item())
+
+    def __index__(self):
+        if self.dtype not in (dtypes.int32, dtypes.bool_):
+            raise DtypeError(f"Only int32 or bool tensors can be used as an index, not "
+                             f"{self.dtype}.")
+        return int(self.item())
+
+    def __bool__(self):
+        if self.size != 1:
+            raise ShapeError(f"The truth value of a tensor with {self.size} elements "
+                             f"(shape {self.shape}) is ambiguous: use tf.any(x) or tf.all(x).")
+        return bool(self.item())
+
+    def __len__(self):
+        if not self.shape:
+            raise TypeError("len() of a scalar tensor (rank 0)")
+        return self.shape[0]
+
+    def __iter__(self):
+        if not self.shape:
+            raise TypeError("iteration over a scalar tensor (rank 0)")
+        return iter(self.unstack())
+
+    # ------------------------------------------------------------- printing
+    def to_string(self, verbose=False):
+        """The TF.js string of the tensor (``Tensor\\n    [1, 2, 3]``)."""
+        return tensor_to_string(np.asarray(self._array()), self.shape, self.dtype, verbose)
+
+    def print(self, verbose=False):
+        """Print the tensor as TF.js does.
+
+        >>> import flowgrad as tf
+        >>> tf.tensor([1, 2, 3]).print()
+        Tensor
+            [1, 2, 3]
+        """
+        print(self.to_string(verbose))
+
+    def __repr__(self):
+        if self._disposed:
+            return f"<disposed Tensor shape={self.shape} dtype={self.dtype} id={self.id}>"
+        return self.to_string()
+
+    __str__ = __repr__
+
+    # ------------------------------------------------------------- memory
+    def dispose(self):
+        """Free the tensor now. Using it afterwards raises ``Tensor is disposed.``"""
+        E.dispose_tensor(self)
+
+    def variable(self, trainable=True, name=None, dtype=None):
+        """A new Variable initialised with this tensor (``tf.variable(self, ...)``)."""
+        return variable(self, trainable, name, dtype)
+
+    def __del__(self):
+        try:
+            if not self._disposed:
+                E.release(self)
+        except Exception:  # partially built tensor, or interpreter shutdown
+            pass
+
+    # ------------------------------------------------------------- camelCase
+    def __getattr__(self, name):
+        snake = camel_to_snake(name)
+        if snake != name and not name.startswith("_"):
+            try:
+                return object.__getattribute__(self, snake)
+            except AttributeError:
+                pass
+        raise AttributeError(f"'{type(self).__name__}' object has no attribute '{name}'")
+
+    def __dir__(self):
+        return sorted(set(dir(type(self))) - {"__weakref__"})
+
+
+class Variable(Tensor):
+    """A mutable tensor that ``variable_grads`` and optimizers update in place.
+
+    >>> import flowgrad as tf
+    >>> w = tf.variable(tf.scalar(1.0), name="w_doc")
+    >>> w.assign(tf.scalar(2.0)).item()
+    2.0
+    >>> w.dispose()
+    """
+    __slots__ = ("name", "trainable")
+
+    def assign(self, value):
+        """Replace the value (same dtype and shape). Returns the variable itself.
+
+        Not recorded: assignment is not an op, and gradients never flow through it.
+        """
+        self.throw_if_disposed()
+        if isinstance(value, Tensor):
+            if value.dtype != self.dtype:
+                raise VariableError(f"dtype of the new value ({value.dtype}) and previous "
+                                    f"value ({self.dtype}) must match")
+        else:
+            value = convert(value, "value", "assign", dtype=self.dtype)
+        if value.shape != self.shape:
+            raise VariableError(f"shape of the new value {value.shape} and previous value "
+                                f"{self.shape} must match")
+        data = value._array()
+        if E._depth > 0 and E._session is not None:
+            for n in E._session.nodes:
+                if any(t is self for t in n.inputs):
+                    raise VariableError(
+                        f"Variable '{self.name}' is assigned inside a gradient function after "
+                        f"an op used it, so its gradient would be computed from the new "
+                        f"value. Compute the new value inside, and assign() after the "
+                        f"gradient call returns.")
+        E.share_buffer(value, self)
+        self._data = data
+        return self
+
+    def dispose(self):
+        """Free the variable and unregister its name."""
+        if not self._disposed:
+            if _VARIABLES.get(self.name) is self:
+                del _VARIABLES[self.name]
+            E.dispose_tensor(self)
+
+    def __repr__(self):
+        return Tensor.__repr__(self)
+
+    __str__ = __repr__
+
+
+# ---------------------------------------------------------------- variable registry
+
+_VARIABLES = {}
+_auto_names = itertools.count()
+
+
+def variable(initial_value, trainable=True, name=None, dtype=None):
+    """A Variable holding ``initial_value`` (a Tensor or TensorLike).
+
+    Names are unique: auto-named ``"0"``, ``"1"``... when not given.
+
+    >>> import flowgrad as tf
+    >>> v = tf.variable(tf.tensor([1, 2]), name="v_doc")
+    >>> v.name, v.trainable
+    ('v_doc', True)
+    >>> v.dispose()
+    """
+    dtype = dtypes.canonical(dtype)
+    init = convert(initial_value, "initial_value", "variable")
+    init.throw_if_disposed()
+    if dtype is not None and dtype != init.dtype:
+        init = init.cast(dtype)
+    if name is None or name == "":
+        name = str(next(_auto_names))
+    elif not isinstance(name, str):
+        raise ArgumentError(f"Variable names are strings, got {type(name).__name__}.")
+    if name in _VARIABLES:
+        raise VariableError(f"Variable with name {name} was already registered")
+    v = Variable.__new__(Variable)
+    v._data = init._data
+    v.shape = init.shape
+    v.dtype = init.dtype
+    v.id = next(E._ids)
+    v._node = None
+    v.kept = False
+    v._disposed = False
+    v._buf = None
+    v.name = name
+    v.trainable = bool(trainable)
+    E.account_new(v)
+    E.share_buffer(init, v)
+    _VARIABLES[name] = v
+    return v
+
+
+def registered_variables():
+    """The live variables, by name, in registration order."""
+    return dict(_VARIABLES)
+
+
+def dispose_variables():
+    """Dispose every variable and free their names."""
+    for v in list(_VARIABLES.values()):
+        v.dispose()
+    _VARIABLES.clear()
+
+
+# ---------------------------------------------------------------- TensorLike -> Tensor
+
+_SCALARS = (bool, int, float, np.generic)
+
+
+def to_array(values, dtype=None, where="tensor"):
+    """A NumPy array of a flowgrad dtype from a TensorLike.
+
+    Python numbers become float32 (as JS numbers do in TF.js), Python bools bool; NumPy
+    arrays keep their dtype (float64 stays float64, int64 becomes int32).
+    """
+    if isinstance(values, Tensor):
+        arr = np.asarray(values._array())
+        src = values.dtype
+    elif isinstance(values, np.ndarray) or isinstance(values, np.generic):
+        arr = np.asarray(values)
+        src = dtypes.from_numpy(arr.dtype) if arr.dtype.kind != "U" else None
+        if src is None:
+            raise DtypeError(f"{where}: string tensors are not supported.")
+    elif isinstance(values, (bool, int, float)):
+        arr = np.asarray(values)
+        src = dtypes.bool_ if isinstance(values, bool) else dtypes.float32
+    elif isinstance(values, (list, tuple)):
+        try:
+            arr = np.asarray(values)
+        except ValueError as e:
+            raise ShapeError(f"{where}: the nested lists are ragged (every row must have the "
+                             f"same length): {e}") from None
+        if arr.dtype.kind in "USO":
+            raise DtypeError(f"{where}: values must be numbers or booleans, got "
+                             f"{arr.dtype.kind == 'O' and 'mixed objects' or 'strings'}.")
+        src = dtypes.bool_ if arr.dtype.kind == "b" else (
+            dtypes.from_numpy(arr.dtype) if arr.dtype == np.float64 and _has_float64(values)
+            else dtypes.float32)
+    else:
+        raise ArgumentError(f"{where}: expected a Tensor or TensorLike (number, bool, nested "
+                            f"list or NumPy array), but got '{type(values).__name__}'")
+    target = dtypes.NP[dtype or src]
+    if arr.dtype != target:
+        if target == np.int32 and arr.dtype.kind == "f":
+            arr = np.trunc(arr)
+        arr = arr.astype(target)
+    return arr
+
+
+def _has_float64(values):
+    # a list holding float64 NumPy arrays or tensors keeps float64; plain numbers do not
+    for v in values:
+        if isinstance(v, (list, tuple)):
+            if _has_float64(v):
+                return True
+        elif isinstance(v, np.ndarray) and v.dtype == np.float64:
+            return True
+        elif isinstance(v, Tensor) and v.dtype == dtypes.float64:
+            return True
+        elif isinstance(v, np.float64):
+            return True
+    return False
+
+
+def convert(x, arg="x", fn="op", dtype=None):
+    """``x`` as a Tensor: tensors pass through, TensorLikes become new tensors.
+
+    Raises TF.js's message for anything else:
+    ``Argument 'x' passed to 'sqrt' must be a Tensor or TensorLike, but got 'str'``.
+    """
+    if isinstance(x, Tensor):
+        return x
+    if x is None or not isinstance(x, (_SCALARS, list, tuple, np.ndarray)):
+        got = "null" if x is None else type(x).__name__
+        raise ArgumentError(f"Argument '{arg}' passed to '{fn}' must be a Tensor or "
+                            f"TensorLike, but got '{got}'")
+    return E.make_tensor(to_array(x, dtype, where=f"Argument '{arg}' passed to '{fn}'"))
+
+
+E._T = Tensor
