@@ -59,7 +59,7 @@ def _describe(t):
     return f"a {t.dtype} tensor of shape {t.shape}"
 
 
-def _unconnected(xs, connected, y, api, names):
+def _unconnected(xs, connected, recorded, api, names):
     missing = [i for i, c in enumerate(connected) if not c]
     head = ("Cannot compute gradient of y=f(x) with respect to x. Make sure that the f you "
             "passed encloses all operations that lead from x to y.")
@@ -67,7 +67,7 @@ def _unconnected(xs, connected, y, api, names):
         head = ("Cannot compute gradient of y=f(x) with respect to x. Make sure that\n"
                 "    the f you passed encloses all operations that lead from x to y.")
     which = "; ".join(f"{names(i)} ({_describe(xs[i])})" for i in missing)
-    if y._node is None or not getattr(y._node, "inputs", ()):
+    if not recorded:
         why = ("f's result was not computed by any op inside f: f returned a constant, or a "
                "tensor computed before f was called")
     else:
@@ -96,11 +96,12 @@ def _gradients(run_f, xs, dy, api, shape_prefix, allow_unconnected, names):
                                 f"differentiate.")
         seed = _seed(y, dy, api, shape_prefix)
         grads, connected = backprop(y, seed, xs, sess)
+        recorded = y._node is not None and y._node.sess is sess
     finally:
         if owner:
             sess.release()
     if not all(connected) and not allow_unconnected:
-        raise _unconnected(xs, connected, y, api, names)
+        raise _unconnected(xs, connected, recorded, api, names)
     out = []
     for x, g, c in zip(xs, grads, connected):
         if g is None:
@@ -277,17 +278,16 @@ def variable_grads(f, var_list=None):
     n = len(var_list)
     frozen = [v for v in var_list if not v.trainable] if explicit else []
     train = [v for v in var_list if v.trainable and not v.is_disposed]
+    if not train and not explicit and n == 0:
+        # seed 000 trains a function of plain tensors: say what to create
+        raise GradientError(_NO_CONNECTION + " (No tf.variable exists at all.)")
     if not train:
         raise GradientError(f"variableGrads() expects at least one of the input variables to "
                             f"be trainable, but none of the {n} variables is trainable.")
 
     y, gs = E.tidy(lambda: _variable_pass(f, train))
     if all(g is None for g in gs):
-        raise GradientError(
-            "Cannot find a connection between any variable and the result of the loss function "
-            "y=f(x). Please make sure the operations that use variables are inside the function "
-            "f passed to minimize(). (Only tf.variable(...) objects are trained: if f uses "
-            "plain tensors, create the parameters with tf.variable.)")
+        raise GradientError(_NO_CONNECTION)
     if y.rank != 0:
         raise GradientError(f"The f passed in variableGrads(f) must return a scalar, but it "
                             f"returned a rank-{y.rank} tensor")
@@ -298,6 +298,13 @@ def variable_grads(f, var_list=None):
     for v in frozen:
         out[v.name] = None
     return Result(value=y, grads=out)
+
+
+_NO_CONNECTION = (
+    "Cannot find a connection between any variable and the result of the loss function "
+    "y=f(x). Please make sure the operations that use variables are inside the function f "
+    "passed to minimize(). Only tf.variable(...) objects are trained: create the parameters "
+    "with tf.variable(tensor) (plain tensors are constants).")
 
 
 def _variable_pass(f, train):

@@ -14,7 +14,7 @@ def _softmax(B, x, axis):
 
 
 @_softmax.def_vjp
-def _(dy, x, axis, y):
+def _(dy, x, y, axis):
     return y * (dy - (dy * y).sum(axis, True))
 
 
@@ -40,7 +40,7 @@ def _log_softmax(B, x, axis):
 
 
 @_log_softmax.def_vjp
-def _(dy, x, axis, y):
+def _(dy, x, y, axis):
     return dy - dy.sum(axis, True) * y.exp()
 
 

@@ -160,7 +160,7 @@ def _max(B, x, axes, keep_dims):
 
 
 @_max.def_vjp
-def _(dy, x, axes, keep_dims, y):
+def _(dy, x, y, axes, keep_dims):
     # [conv] every element equal to the extreme gets the full dy (TF.js)
     return where(x.equal(_grow(y, x, axes)), _grow(dy, x, axes), 0)
 
