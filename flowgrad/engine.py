@@ -144,6 +144,23 @@ def make_tensor(a):
     return t
 
 
+CONSTANT = 2    # ``kept`` value of internal constants: not counted, never disposed
+
+
+def constant_tensor(a):
+    """An internal constant (a literal of an op): immutable, shared, outside accounting."""
+    t = _T.__new__(_T)
+    t._data = a
+    t.shape = a.shape
+    t.dtype = _NAME[a.dtype]
+    t.id = next(_ids)
+    t._node = None
+    t.kept = CONSTANT
+    t._disposed = False
+    t._buf = None
+    return t
+
+
 def account_new(t):
     """Count a tensor built outside make_tensor (variables)."""
     global num_tensors, num_bytes, num_buffers
@@ -187,7 +204,7 @@ def release(t):
 
 def dispose_tensor(t):
     """Dispose one tensor: count it as gone and free its array (or park it, see module doc)."""
-    if t._disposed:
+    if t._disposed or t.kept == CONSTANT:
         return
     release(t)
     t._disposed = True
@@ -219,6 +236,7 @@ def run_kernel(prim, inputs, attrs=None):
     Returns the output Tensor (a tuple of them for multi-output primitives), recorded for
     backprop when a gradient function's forward pass is running.
     """
+    global num_tensors, num_bytes, num_buffers
     if len(inputs) == 1:
         t = inputs[0]
         a = t._data if not t._disposed else disposed_input(t, prim)
@@ -232,7 +250,21 @@ def run_kernel(prim, inputs, attrs=None):
         arrays = [x._data if not x._disposed else disposed_input(x, prim) for x in inputs]
         out = prim.fwd(B, *arrays) if attrs is None else prim.fwd(B, *arrays, **attrs)
     if not prim.multi:
-        y = make_tensor(out)
+        # make_tensor, inlined: this is the hottest path of the library
+        y = _T.__new__(_T)
+        y._data = out
+        y.shape = out.shape
+        y.dtype = _NAME[out.dtype]
+        y.id = next(_ids)
+        y._node = None
+        y.kept = False
+        y._disposed = False
+        y._buf = None
+        num_tensors += 1
+        num_bytes += out.nbytes
+        num_buffers += 1
+        if _scope is not None:
+            _scope.append(y)
         if prim.view and B.may_share_memory(out, inputs[0]._data):
             share_buffer(inputs[0], y)
         if _recording and inputs:
@@ -330,7 +362,7 @@ def begin_scope(name=None):
 def end_scope(result=None):
     """Close the innermost scope: dispose its tensors except kept ones and those in
     ``result``, which move to the enclosing scope."""
-    global _scope
+    global _scope, num_tensors, num_bytes, num_buffers
     _, tensors = _scope_stack.pop()
     _scope = _scope_stack[-1][1] if _scope_stack else None
     keep_ids = set()
@@ -338,12 +370,33 @@ def end_scope(result=None):
         for t in walk_tensors(result):
             keep_ids.add(id(t))
     parent = _scope
+    park = _live_sessions > 0
+    n_t = n_bytes = n_bufs = 0
+    # the accounting of dispose_tensor, inlined: this loop sees every tensor of a tidy
     for t in tensors:
+        if t._disposed or t.kept:
+            continue
         if id(t) in keep_ids:
             if parent is not None:
                 parent.append(t)
-        elif not t.kept and not t._disposed:
-            dispose_tensor(t)
+            continue
+        t._disposed = True
+        n_t += 1
+        n_bytes += t._data.nbytes
+        b = t._buf
+        if b is None:
+            n_bufs += 1
+        else:
+            b[0] -= 1
+            if b[0] == 0:
+                n_bufs += 1
+        if park:
+            _zombies.append(t)
+        else:
+            t._data = None
+    num_tensors -= n_t
+    num_bytes -= n_bytes
+    num_buffers -= n_bufs
 
 
 def scope_name():

@@ -114,18 +114,19 @@ def walk(y, src, sess):
     """Nodes between the sources and y, in topological order, and the sources y reaches.
 
     ``src`` maps id(x) -> x. A node is kept when some input is a source or comes from a kept
-    node. Non-differentiable nodes connect (their inputs get zero gradient) but are not kept;
-    stop_gradient nodes cut the path.
+    node; ``needs[node]`` tells which of its inputs want a gradient. Non-differentiable nodes
+    connect (their inputs get zero gradient) but are not kept; stop_gradient nodes cut.
     """
     seen = set()
     order = []
-    dep = {}
+    needs = {}
     if id(y) in src:
         seen.add(id(y))
-        return order, seen, dep
+        return order, seen, needs
     yn = y._node
     if yn is None or yn.sess is not sess:
-        return order, seen, dep
+        return order, seen, needs
+    dep = {}
     stack = [yn]
     while stack:
         n = stack[-1]
@@ -146,21 +147,20 @@ def walk(y, src, sess):
         if pending:
             continue
         stack.pop()
-        d = False
+        want = []
         for t in n.inputs:
             if id(t) in src:
                 seen.add(id(t))
-                d = True
+                want.append(True)
             else:
                 m = t._node
-                if m is not None and m.sess is sess and dep[m]:
-                    d = True
-        if d and n.prim.vjp is None:
-            d = False
+                want.append(m is not None and m.sess is sess and dep[m])
+        d = any(want) and n.prim.vjp is not None
         dep[n] = d
         if d:
             order.append(n)
-    return order, seen, dep
+            needs[n] = tuple(want)
+    return order, seen, needs
 
 
 def backprop(y, dy, xs, sess):
@@ -172,7 +172,7 @@ def backprop(y, dy, xs, sess):
     src = {}
     for x in xs:
         src[id(x)] = x
-    order, seen, dep = walk(y, src, sess)
+    order, seen, needs = walk(y, src, sess)
     gsrc = {}
     if id(y) in src:
         gsrc[id(y)] = dy
@@ -186,7 +186,7 @@ def backprop(y, dy, xs, sess):
             grads = {yn: lst}
         E.enter_backward()
         try:
-            _sweep(order, grads, gsrc, src, dep, sess)
+            _sweep(order, grads, gsrc, src, needs)
         finally:
             E.exit_backward()
     out = [gsrc.get(id(x)) for x in xs]
@@ -194,51 +194,55 @@ def backprop(y, dy, xs, sess):
     return out, connected
 
 
-def _sweep(order, grads, gsrc, src, dep, sess):
+def _count_error(prim, ins, r):
+    if prim.strict:
+        return GradientError(
+            "The function f passed in custom_grad(f) must return an object where "
+            "`obj.grad_func` is a function that returns the same number of tensors "
+            f"as inputs passed to f(...): {len(ins)} inputs, but grad_func returned "
+            f"{len(r) if isinstance(r, (list, tuple)) else 1}.")
+    return GradientError(f"The gradient rule of {prim.name} returned {type(r).__name__}, "
+                         f"expected {len(ins)} gradients.")
+
+
+def _sweep(order, grads, gsrc, src, needs):
     add = _ops.add
+    T = E._T
     for n in reversed(order):
         g = grads.pop(n, None)
         if g is None:
             continue
         prim = n.prim
         if n.nout > 1:
-            if all(gi is None for gi in g):
-                continue
             g = [gi if gi is not None else _ops.zeros(shape, dt)
                  for gi, (shape, dt) in zip(g, n.metas)]
         ins = n.inputs
         args = ins + _saved_outputs(n) if prim.save_y else ins
-        kw = n.attrs
+        want = needs[n]
+        attrs = n.attrs
         if prim.vjp_needs:
-            needs = tuple(id(t) in src or (t._node is not None and t._node.sess is sess
-                                           and dep.get(t._node, False)) for t in ins)
-            kw = dict(kw or {}, needs=needs)
-        r = prim.vjp(g, *args, **kw) if kw else prim.vjp(g, *args)
-        if len(ins) == 1 and not isinstance(r, (list, tuple)):
+            r = (prim.vjp(g, *args, needs=want, **attrs) if attrs
+                 else prim.vjp(g, *args, needs=want))
+        else:
+            r = prim.vjp(g, *args, **attrs) if attrs else prim.vjp(g, *args)
+        if type(r) is not tuple and type(r) is not list:
+            if len(ins) != 1:
+                raise _count_error(prim, ins, r)
             r = (r,)
-        elif not isinstance(r, (list, tuple)) or len(r) != len(ins):
-            if prim.strict:
-                raise GradientError(
-                    "The function f passed in custom_grad(f) must return an object where "
-                    "`obj.grad_func` is a function that returns the same number of tensors "
-                    f"as inputs passed to f(...): {len(ins)} inputs, but grad_func returned "
-                    f"{len(r) if isinstance(r, (list, tuple)) else 1}.")
-            raise GradientError(f"The gradient rule of {prim.name} returned "
-                                f"{type(r).__name__}, expected {len(ins)} gradients.")
+        elif len(r) != len(ins):
+            raise _count_error(prim, ins, r)
         for i, t in enumerate(ins):
             dx = r[i]
-            if dx is None:
+            if dx is None or not want[i]:
                 continue
+            if type(dx) is not T or dx.shape != t.shape or dx.dtype != t.dtype:
+                dx = _fix_grad(dx, t, n, i)
             k = id(t)
             if k in src:
-                dx = _fix_grad(dx, t, n, i)
                 old = gsrc.get(k)
                 gsrc[k] = dx if old is None else add(old, dx)
                 continue
             m = t._node
-            if m is None or m.sess is not sess or not dep.get(m, False):
-                continue
-            dx = _fix_grad(dx, t, n, i)
             if m.nout == 1:
                 old = grads.get(m)
                 grads[m] = dx if old is None else add(old, dx)

@@ -187,7 +187,7 @@ class Tensor:
 
     def __del__(self):
         try:
-            if not self._disposed:
+            if not self._disposed and self.kept != 2:    # 2: internal constant, uncounted
                 E.release(self)
         except Exception:  # partially built tensor, or interpreter shutdown
             pass

@@ -151,8 +151,19 @@ def binary_args(a, b, opname):
     return (a if da == dt else cast(a, dt)), (b if db == dt else cast(b, dt))
 
 
+_CONSTANTS = {}
+
+
 def scalar_of(v, dtype):
-    return E.make_tensor(np.asarray(v, dtype=dtypes.NP[dtype]))
+    """The constant tensor of a Python number in ``dtype``. Cached: ops with literals
+    (``x * 2``, ``where(m, dy, 0)``) would otherwise build one tensor per call."""
+    key = (v, dtype)
+    t = _CONSTANTS.get(key)
+    if t is None:
+        if len(_CONSTANTS) >= 4096:
+            _CONSTANTS.clear()
+        t = _CONSTANTS[key] = E.constant_tensor(np.asarray(v, dtype=dtypes.NP[dtype]))
+    return t
 
 
 def binary(name, *, policy="any", method=True, **flags):
@@ -177,6 +188,9 @@ def binary(name, *, policy="any", method=True, **flags):
             fix = {"float": FLOATS, "numeric": None, "any": None}[policy]
 
             def public(a, b):
+                if type(a) is Tensor and type(b) is Tensor and a.dtype == b.dtype and \
+                        fix is None and policy == "any":
+                    return E.run_kernel(prim, (a, b))
                 a, b = binary_args(a, b, opname)
                 if fix is not None and a.dtype not in fix:
                     a, b = cast(a, f32), cast(b, f32)
