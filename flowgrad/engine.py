@@ -83,7 +83,8 @@ class Primitive:
 
 class Node:
     """A recorded op application: what backprop needs to run the rule of ``prim``."""
-    __slots__ = ("prim", "inputs", "attrs", "out", "sess", "nout", "metas", "__weakref__")
+    __slots__ = ("prim", "inputs", "attrs", "out", "sess", "nout", "metas", "pos",
+                 "__weakref__")
 
     def __repr__(self):
         return f"<node {self.prim.name} of {len(self.inputs)} inputs>"
@@ -202,6 +203,25 @@ def release(t):
     release_buffer(t)
 
 
+def tensor_del(t):
+    """Tensor.__del__: un-count a tensor the garbage collector frees (release, inlined)."""
+    global num_tensors, num_bytes, num_buffers
+    try:
+        if t._disposed or t.kept == CONSTANT:
+            return
+        num_tensors -= 1
+        num_bytes -= t._data.nbytes
+        b = t._buf
+        if b is None:
+            num_buffers -= 1
+        else:
+            b[0] -= 1
+            if b[0] == 0:
+                num_buffers -= 1
+    except Exception:  # a partially built tensor, or interpreter shutdown
+        pass
+
+
 def dispose_tensor(t):
     """Dispose one tensor: count it as gone and free its array (or park it, see module doc)."""
     if t._disposed or t.kept == CONSTANT:
@@ -275,7 +295,9 @@ def run_kernel(prim, inputs, attrs=None):
             n.out = out if prim.save_y else None
             n.nout = 1
             n.sess = _session
-            _session.nodes.append(n)
+            nodes = _session.nodes
+            n.pos = len(nodes)
+            nodes.append(n)
             y._node = n
         return y
     ys = tuple(make_tensor(o) for o in out)
@@ -288,6 +310,7 @@ def run_kernel(prim, inputs, attrs=None):
         n.nout = len(ys)
         n.metas = tuple((o.shape, y.dtype) for o, y in zip(out, ys))
         n.sess = _session
+        n.pos = len(_session.nodes)
         _session.nodes.append(n)
         for i, y in enumerate(ys):
             y._node = n
@@ -306,6 +329,7 @@ def record(prim, inputs, outputs, attrs=None, saved=None):
     n.out = saved
     n.nout = 1
     n.sess = _session
+    n.pos = len(_session.nodes)
     _session.nodes.append(n)
     outputs._node = n
     return n

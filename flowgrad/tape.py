@@ -116,6 +116,10 @@ def walk(y, src, sess):
     ``src`` maps id(x) -> x. A node is kept when some input is a source or comes from a kept
     node; ``needs[node]`` tells which of its inputs want a gradient. Non-differentiable nodes
     connect (their inputs get zero gradient) but are not kept; stop_gradient nodes cut.
+
+    Nodes sit in the session in recording order, which is topological: one sweep down from
+    y collects its ancestors, one sweep up marks what depends on the sources (TF.js's tape
+    filtering, restricted to y's ancestors).
     """
     seen = set()
     order = []
@@ -126,38 +130,35 @@ def walk(y, src, sess):
     yn = y._node
     if yn is None or yn.sess is not sess:
         return order, seen, needs
-    dep = {}
-    stack = [yn]
-    while stack:
-        n = stack[-1]
-        if n in dep:
-            stack.pop()
+    nodes = sess.nodes
+    live = {yn}
+    ancestors = []
+    for i in range(yn.pos, -1, -1):
+        n = nodes[i]
+        if n not in live:
             continue
+        ancestors.append(n)
         if n.prim.cut:
-            dep[n] = False
-            stack.pop()
             continue
-        pending = False
         for t in n.inputs:
             if id(t) not in src:
                 m = t._node
-                if m is not None and m.sess is sess and m not in dep:
-                    stack.append(m)
-                    pending = True
-        if pending:
+                if m is not None and m.sess is sess:
+                    live.add(m)
+    dep = set()
+    for n in reversed(ancestors):
+        if n.prim.cut:
             continue
-        stack.pop()
         want = []
         for t in n.inputs:
-            if id(t) in src:
-                seen.add(id(t))
+            k = id(t)
+            if k in src:
+                seen.add(k)
                 want.append(True)
             else:
-                m = t._node
-                want.append(m is not None and m.sess is sess and dep[m])
-        d = any(want) and n.prim.vjp is not None
-        dep[n] = d
-        if d:
+                want.append(t._node in dep)
+        if n.prim.vjp is not None and True in want:
+            dep.add(n)
             order.append(n)
             needs[n] = tuple(want)
     return order, seen, needs

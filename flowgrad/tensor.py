@@ -185,12 +185,7 @@ class Tensor:
         """A new Variable initialised with this tensor (``tf.variable(self, ...)``)."""
         return variable(self, trainable, name, dtype)
 
-    def __del__(self):
-        try:
-            if not self._disposed and self.kept != 2:    # 2: internal constant, uncounted
-                E.release(self)
-        except Exception:  # partially built tensor, or interpreter shutdown
-            pass
+    __del__ = E.tensor_del
 
     # ------------------------------------------------------------- camelCase
     def __getattr__(self, name):

@@ -96,13 +96,6 @@ def _tensor_nd(rank):
     name = f"tensor{rank}d"
 
     def make(values, shape=None, dtype=None):
-        if rank == 1:
-            if shape is not None and not isinstance(shape, (list, tuple)):
-                dtype, shape = shape, None  # tensor1d(values, dtype)
-            arr = to_array(values, _dtype(dtype, None), where=f"{name}()")
-            if arr.ndim != 1:
-                raise ShapeError(f"{name}() requires values to be a flat/TypedArray")
-            return E.make_tensor(arr.copy() if arr is values else arr)
         if shape is not None and len(shape) != rank:
             raise ShapeError(f"{name}() requires shape to have {_words[rank]} numbers")
         arr = to_array(values, _dtype(dtype, None), where=f"{name}()")
@@ -118,15 +111,28 @@ def _tensor_nd(rank):
     make.__doc__ = f"""A rank-{rank} tensor (nested lists, or flat values and a shape).
 
     >>> import flowgrad as tf
-    >>> tf.{name}({[1, 2] if rank == 1 else [1] * (2 ** rank)}{'' if rank == 1 else ', ' + str([2] * rank)}).shape
-    {(2,) if rank == 1 else tuple([2] * rank)}
+    >>> tf.{name}({[1] * (2 ** rank)}, {[2] * rank}).shape
+    {tuple([2] * rank)}
     """
     return export(make, method=False)
 
 
+@export(method=False)
+def tensor1d(values, dtype=None):
+    """A rank-1 tensor.
+
+    >>> import flowgrad as tf
+    >>> tf.tensor1d([1, 2, 3]).shape
+    (3,)
+    """
+    arr = to_array(values, _dtype(dtype, None), where="tensor1d()")
+    if arr.ndim != 1:
+        raise ShapeError("tensor1d() requires values to be a flat/TypedArray")
+    return E.make_tensor(arr.copy() if arr is values else arr)
+
+
 _words = {2: "two", 3: "three", 4: "four", 5: "five", 6: "six"}
-tensor1d, tensor2d, tensor3d, tensor4d, tensor5d, tensor6d = (
-    _tensor_nd(r) for r in _builtin_range(1, 7))
+tensor2d, tensor3d, tensor4d, tensor5d, tensor6d = (_tensor_nd(r) for r in _builtin_range(2, 7))
 
 
 # ---------------------------------------------------------------- filled
