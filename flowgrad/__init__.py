@@ -18,6 +18,10 @@ from .tensor import Tensor, Variable, dispose_variables, variable
 from .gradients import (GradMap, GradientTape, custom_grad, grad, grads, value_and_grad,
                         value_and_grads, variable_grads)
 from .names import camel_to_snake as _camel_to_snake
+from . import train
+from .train import (AdadeltaOptimizer, AdagradOptimizer, AdamaxOptimizer, AdamOptimizer,
+                    AdamWOptimizer, MomentumOptimizer, Optimizer, RMSPropOptimizer,
+                    SGDOptimizer, clip_by_global_norm, clip_by_norm, global_norm)
 
 __version__ = "0.1.0"
 

@@ -62,6 +62,19 @@ SEEDS = [
             scaled_grad = tf.custom_grad(scaled_fwd)
             tf.grad(lambda x: scaled_grad(x).sum())(tf.tensor1d([1, 2, 3])).print()  # x, not 2x
         """),
+        ("The tutorial's training loop (it has no variable to train)", """
+            optimizer = tf.train.sgd(0.01)
+            try:
+                for i in range(100):
+                    optimizer.minimize(lambda: custom_op(tf.tensor1d([1, 2, 3])).sum())
+            except tf.GradientError as e:
+                print("GradientError:", e)
+            x = tf.variable(tf.tensor1d([1, 2, 3]))          # what it meant: a variable
+            for i in range(100):
+                optimizer.minimize(lambda: custom_op(x).sum())
+            x.print()                                        # each step: x <- x - 0.01 * 2x
+            x.dispose()
+        """),
     ]),
     ("Debugging gradients", [
         ("variable_grads of a linear model's loss", """
@@ -119,6 +132,16 @@ SEEDS = [
             dx.print()   # 4
             dy.print()   # 6
         """),
+        ("One SGD step with minimize", """
+            w = tf.variable(tf.scalar(0.5))
+            b = tf.variable(tf.scalar(1.0))
+            f = lambda x: w.mul(x).add(b)
+            optimizer = tf.train.sgd(0.1)
+            optimizer.minimize(lambda: f(tf.scalar(2)).sub(tf.scalar(5)).square())
+            w.print()   # 0.5 - 0.1 * 2 * (2*0.5 + 1 - 5) * 2 = 1.7
+            b.print()   # 1.0 - 0.1 * 2 * (2*0.5 + 1 - 5)     = 1.6
+            w.dispose(); b.dispose()
+        """),
         ("value_and_grads of x^3 + x at 2", """
             x = tf.scalar(2.0)
             f = lambda x: x.pow(tf.scalar(3)).add(x)
@@ -133,6 +156,22 @@ SEEDS = [
                 z = x.mul(y).add(x)
                 z.print()   # 8
             tf.tidy(body)
+        """),
+        ("Training a linear model with Adam", """
+            xs = tf.tensor2d([[1, 2], [3, 4]])
+            ys = tf.tensor2d([[1], [0]])
+            w = tf.variable(tf.random_normal([2, 1], seed=0))
+            b = tf.variable(tf.zeros([1]))
+            predict = lambda x: x.mat_mul(w).add(b)
+            loss = lambda pred, label: pred.sub(label).square().mean()
+            optimizer = tf.train.adam(0.01)
+            print("loss before:", loss(predict(xs), ys).item())
+            for i in range(100):
+                optimizer.minimize(lambda: loss(predict(xs), ys))
+            print("loss after 100 steps:", loss(predict(xs), ys).item())
+            w.print()
+            b.print()
+            w.dispose(); b.dispose(); optimizer.dispose()
         """),
         ("Higher-order derivatives", """
             x = tf.scalar(2.0)
@@ -162,9 +201,10 @@ def run(show_code=True, out=print):
     import flowgrad as tf
     for title, examples in SEEDS:
         out(f"\n=== {title} ===")
+        namespace = {"tf": tf}      # the examples of one tutorial build on each other
         for name, code in examples:
             code = textwrap.dedent(code).strip("\n")
             out(f"\n--- {name}")
             if show_code:
                 out(textwrap.indent(code, "  | ", lambda line: True))
-            out(textwrap.indent(run_example(code, {"tf": tf}).rstrip(), "  > "))
+            out(textwrap.indent(run_example(code, namespace).rstrip(), "  > "))

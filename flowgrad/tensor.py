@@ -281,6 +281,19 @@ def variable(initial_value, trainable=True, name=None, dtype=None):
         raise ArgumentError(f"Variable names are strings, got {type(name).__name__}.")
     if name in _VARIABLES:
         raise VariableError(f"Variable with name {name} was already registered")
+    v = _new_variable(init, name, trainable)
+    _VARIABLES[name] = v
+    return v
+
+
+def slot_variable(initial_value, name):
+    """A non-trainable variable that is not registered by name: optimizer state, owned and
+    disposed by its optimizer (two optimizers may hold slots of the same variable)."""
+    init = convert(initial_value, "initial_value", "slot_variable")
+    return _new_variable(init, name, False)
+
+
+def _new_variable(init, name, trainable):
     v = Variable.__new__(Variable)
     v._data = init._data
     v.shape = init.shape
@@ -294,7 +307,6 @@ def variable(initial_value, trainable=True, name=None, dtype=None):
     v.trainable = bool(trainable)
     E.account_new(v)
     E.share_buffer(init, v)
-    _VARIABLES[name] = v
     return v
 
 

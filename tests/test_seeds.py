@@ -11,9 +11,6 @@ import pytest
 
 import flowgrad as tf
 
-needs_train = pytest.mark.skipif(not hasattr(tf, "train"),
-                                 reason="optimizers land with the optimizers issue")
-
 
 @pytest.fixture
 def owned():
@@ -112,7 +109,6 @@ def test_000_scaled_grad_halves_the_derivative():
     np.testing.assert_array_equal(dx.data_sync(), [1, -2, 3])  # x, not 2x
 
 
-@needs_train
 def test_000_training_loop_without_variables_is_an_error(owned):
     # optimizer.minimize(() => { const x = tf.tensor1d([1, 2, 3]); ... return y.sum(); });
     optimizer = tf.train.sgd(0.01)
@@ -177,8 +173,7 @@ def test_001_grads_of_closure_over_variables_then_assign(owned):
     x, y = tf.variable(tf.scalar(2)), tf.variable(tf.scalar(3))
     owned += [x, y]
     # const optimizer = tf.train.sgd(0.1);  (created, never used by the example)
-    if hasattr(tf, "train"):
-        owned.append(tf.train.sgd(0.1))
+    owned.append(tf.train.sgd(0.1))
     before = tf.memory().num_tensors
     seen = {}
 
@@ -259,7 +254,6 @@ def test_002_grads_of_two_variables(capsys):
     assert printed(capsys) == "Tensor\n    4\nTensor\n    6\n"
 
 
-@needs_train
 def test_002_sgd_minimize_one_step(owned, capsys):
     # optimizer.minimize(() => { const loss = f(tf.scalar(2)).sub(tf.scalar(5)).square(); ...
     w0, b0 = 0.5, 1.0  # for Math.random()
@@ -323,7 +317,6 @@ def test_002_tidy_in_a_loop_does_not_leak(owned):
     assert tf.memory().num_tensors == before
 
 
-@needs_train
 def test_002_adam_training_loop(owned, capsys):
     # for (let i = 0; i < 100; i++) { optimizer.minimize(() => loss(predict(xs), ys)); }
     xs = tf.tensor2d([[1, 2], [3, 4]])

@@ -1,0 +1,18 @@
+"""``tf.train``: optimizers, learning-rate schedules and gradient clipping."""
+from .clipping import clip_by_global_norm, clip_by_norm, global_norm
+from .optimizers import (AdadeltaOptimizer, AdagradOptimizer, AdamaxOptimizer, AdamOptimizer,
+                         AdamWOptimizer, ConfigDict, MomentumOptimizer, NonFiniteGradientWarning,
+                         Optimizer, RMSPropOptimizer, SGDOptimizer, adadelta, adagrad, adam,
+                         adamax, adamw, momentum, rmsprop, sgd)
+from .schedules import (CosineDecay, ExponentialDecay, PiecewiseConstant, Schedule, Warmup,
+                        cosine_decay, exponential_decay, piecewise_constant, warmup)
+from ..names import camel_to_snake as _camel_to_snake
+
+__all__ = sorted(n for n in globals() if not n.startswith("_"))
+
+
+def __getattr__(name):
+    snake = _camel_to_snake(name)
+    if snake != name and snake in globals():
+        return globals()[snake]
+    raise AttributeError(f"module 'flowgrad.train' has no attribute '{name}'")

@@ -1,0 +1,605 @@
+"""Optimizers (``tf.train.*``) with TF.js's update rules and defaults.
+
+Every optimizer computes its update with flowgrad ops in the variable's dtype, in the order
+TF.js does, so trajectories match TF.js to float32 rounding. Where TF.js is broken,
+flowgrad is right: ``set_momentum`` takes effect, slot state follows each variable (not its
+position in a list), Adam and Adamax create no trainable variables, Adamax has weights.
+Beyond TF.js: AdamW, learning-rate schedules, gradient clipping on every optimizer, and
+``skip_nonfinite`` so one NaN gradient does not poison every weight.
+"""
+import math
+import warnings
+
+from .. import dtypes
+from .. import engine as E
+from ..errors import ArgumentError, FlowgradError, ShapeError
+from ..gradients import variable_grads
+from ..names import Result, camel_to_snake
+from ..ops import OPS
+from ..tensor import Tensor, Variable, _VARIABLES, convert, slot_variable
+from .clipping import clip_by_global_norm, clip_by_norm
+
+EPSILON = 1e-7          # TF.js cpu backend's epsilon(): the default of every epsilon
+
+
+class NonFiniteGradientWarning(UserWarning):
+    """An update was skipped because a gradient held NaN or Inf (``skip_nonfinite=True``)."""
+
+
+class ConfigDict(dict):
+    """``get_config()``'s result: snake_case keys; TF.js camelCase keys resolve too."""
+
+    def __missing__(self, key):
+        snake = camel_to_snake(key) if isinstance(key, str) else key
+        if snake != key and snake in self:
+            return self[snake]
+        raise KeyError(key)
+
+
+class Optimizer:
+    """Base class of the optimizers. Subclasses declare their slots and their update."""
+    class_name = "Optimizer"
+    slot_names = ()
+    _config_keys = ("learning_rate",)
+
+    def __init__(self, learning_rate, clip_value=None, clip_norm=None, global_clip_norm=None):
+        if learning_rate is None:
+            raise ArgumentError(f"learning_rate for {self.class_name}Optimizer must be defined.")
+        self._learning_rate = _check_lr(learning_rate, self.class_name)
+        for name, v in (("clip_value", clip_value), ("clip_norm", clip_norm),
+                        ("global_clip_norm", global_clip_norm)):
+            if v is not None and not float(v) > 0:
+                raise ArgumentError(f"{name} must be positive, got {v}")
+        self.clip_value = clip_value
+        self.clip_norm = clip_norm
+        self.global_clip_norm = global_clip_norm
+        self.iterations = 0
+        self.skipped_steps = 0
+        self._slots = {}          # id(variable) -> (variable, {slot name: slot variable})
+        self._disposed = False
+
+    # ------------------------------------------------------------- learning rate
+    @property
+    def learning_rate(self):
+        """The learning rate as given (a number, or a schedule)."""
+        return self._learning_rate
+
+    def set_learning_rate(self, learning_rate):
+        """Change the learning rate (a number or a schedule) from the next step on."""
+        self._learning_rate = _check_lr(learning_rate, self.class_name)
+
+    def current_learning_rate(self):
+        """The learning rate the next update will use (a schedule evaluated at
+        ``iterations``)."""
+        lr = self._learning_rate
+        return float(lr(self.iterations)) if callable(lr) else lr
+
+    # ------------------------------------------------------------- the TF.js API
+    def minimize(self, f, return_cost=False, var_list=None, skip_nonfinite=False):
+        """One training step: the gradients of the scalar ``f()`` with respect to the
+        trainable variables it uses (or ``var_list``), then an update.
+
+        Returns the cost (before the update) if ``return_cost``, else None.
+
+        >>> import flowgrad as tf
+        >>> w = tf.variable(tf.scalar(3.0), name="w_min_doc")
+        >>> opt = tf.train.sgd(0.1)
+        >>> opt.minimize(lambda: w.square(), return_cost=True).item()
+        9.0
+        >>> round(w.item(), 6)    # 3 - 0.1 * 6
+        2.4
+        >>> w.dispose(); opt.dispose()
+        """
+        self._check_alive()
+        value, grads = self.compute_gradients(f, var_list)
+        if var_list is not None:
+            pairs = [(v, grads.get(v.name)) for v in var_list]
+        else:
+            pairs = [(_VARIABLES[name], g) for name, g in grads.items() if name in _VARIABLES]
+        self._apply(pairs, skip_nonfinite)
+        E.dispose([g for _, g in pairs if g is not None])
+        if return_cost:
+            return value
+        value.dispose()
+        return None
+
+    def compute_gradients(self, f, var_list=None):
+        """``variable_grads(f, var_list)``: ``(value, grads)`` with grads keyed by name."""
+        self._check_alive()
+        return variable_grads(f, var_list)
+
+    def apply_gradients(self, grads, skip_nonfinite=False):
+        """Update variables from gradients given as a mapping (variable name or Variable ->
+        gradient), a list of ``(gradient, variable)`` pairs, or TF.js's list of
+        ``{"name": ..., "tensor": ...}``. A None gradient skips its variable.
+
+        Returns True if the update was applied (False when ``skip_nonfinite`` skipped it).
+        """
+        self._check_alive()
+        return self._apply(_pairs(grads), skip_nonfinite)
+
+    def get_weights(self):
+        """``[("iter", int32 scalar), ("<var>/<slot>", tensor)...]`` as name/tensor
+        results, in TF.js's order (slot by slot, variables in order of first update). The
+        tensors are copies."""
+        self._check_alive()
+        out = [Result(name="iter", tensor=OPS["scalar"](self.iterations, "int32"))]
+        for slot in self.slot_names:
+            for var, slots in self._slots.values():
+                out.append(Result(name=f"{var.name}/{slot}", tensor=slots[slot].clone()))
+        return out
+
+    def set_weights(self, weights):
+        """Restore what ``get_weights()`` returned: the first entry is the iteration count,
+        the others are matched to slots by their ``<var>/<slot>`` names."""
+        self._check_alive()
+        entries = [_named(w) for w in weights]
+        if not entries:
+            raise ArgumentError("set_weights() needs at least the iteration count")
+        name, it = entries[0]
+        self.iterations = int(it.item() if isinstance(it, Tensor) else it)
+        for name, t in entries[1:]:
+            if name is None or "/" not in name:
+                raise ArgumentError(f"{self.class_name}.set_weights(): entries after the first "
+                                    f"need names '<variable>/<slot>', got {name!r}")
+            vname, slot = name.rsplit("/", 1)
+            if slot not in self.slot_names:
+                raise ArgumentError(f"{self.class_name} has no slot '{slot}' (its slots: "
+                                    f"{', '.join(self.slot_names) or 'none'})")
+            var = _VARIABLES.get(vname)
+            if var is None:
+                raise ArgumentError(f"set_weights(): no variable named '{vname}' is registered")
+            self._slots_of(var)[slot].assign(convert(t, name, "set_weights",
+                                                     dtype=var.dtype))
+
+    def get_config(self):
+        """The constructor's arguments (snake_case keys; camelCase keys resolve too)."""
+        cfg = ConfigDict((k, getattr(self, "_learning_rate" if k == "learning_rate" else k))
+                         for k in self._config_keys)
+        for k in ("clip_value", "clip_norm", "global_clip_norm"):
+            if getattr(self, k) is not None:
+                cfg[k] = getattr(self, k)
+        return cfg
+
+    @classmethod
+    def from_config(cls, config):
+        """A new optimizer of this class from ``get_config()``'s result."""
+        return cls(**dict(config))
+
+    def dispose(self):
+        """Free the optimizer's slot variables."""
+        for _, slots in self._slots.values():
+            for s in slots.values():
+                s.dispose()
+        self._slots.clear()
+        self._disposed = True
+
+    def __repr__(self):
+        args = ", ".join(f"{k}={v!r}" for k, v in self.get_config().items())
+        return f"{self.class_name}({args})"
+
+    def __getattr__(self, name):
+        snake = camel_to_snake(name)
+        if snake != name:
+            return getattr(self, snake)
+        raise AttributeError(f"'{type(self).__name__}' object has no attribute '{name}'")
+
+    # ------------------------------------------------------------- machinery
+    def _check_alive(self):
+        if self._disposed:
+            raise FlowgradError(f"This {self.class_name} optimizer was disposed.")
+
+    def _slots_of(self, var):
+        entry = self._slots.get(id(var))
+        if entry is None or entry[0] is not var:
+            slots = {}
+            for name, init in self._slot_init(var).items():
+                slots[name] = slot_variable(init, f"{var.name}/{name}")
+            entry = self._slots[id(var)] = (var, slots)
+        return entry[1]
+
+    def _apply(self, pairs, skip_nonfinite):
+        pairs = [(v, _grad_for(v, g)) for v, g in pairs]
+        pairs = self._clip(pairs)
+        if skip_nonfinite:
+            bad = [(v, g) for v, g in pairs if g is not None and not bool(g.is_finite().all())]
+            if bad:
+                self.skipped_steps += 1
+                names = ", ".join(f"'{v.name}'" for v, _ in bad)
+                warnings.warn(f"{self.class_name}: update {self.iterations + 1} skipped: the "
+                              f"gradient of {names} has NaN or Inf values "
+                              f"({self.skipped_steps} skipped so far).",
+                              NonFiniteGradientWarning, stacklevel=4)
+                return False
+        lr = self.current_learning_rate()
+
+        def step():
+            for var, g in pairs:
+                slots = self._slots_of(var)
+                if g is None or var.is_disposed:
+                    continue
+                new = self._update(var, g, slots, lr)
+                var.assign(new)
+        E.tidy(step)
+        self.iterations += 1
+        return True
+
+    def _clip(self, pairs):
+        if self.clip_value is not None:
+            c = float(self.clip_value)
+            pairs = [(v, g if g is None else g.clip_by_value(-c, c)) for v, g in pairs]
+        if self.clip_norm is not None:
+            pairs = [(v, g if g is None else clip_by_norm(g, self.clip_norm))
+                     for v, g in pairs]
+        if self.global_clip_norm is not None:
+            gs = [g for _, g in pairs]
+            if any(g is not None for g in gs):
+                clipped, _ = clip_by_global_norm(gs, self.global_clip_norm)
+                pairs = [(v, g) for (v, _), g in zip(pairs, clipped)]
+        return pairs
+
+    def _slot_init(self, var):
+        return {}
+
+    def _update(self, var, g, slots, lr):
+        raise NotImplementedError
+
+
+def _check_lr(lr, name):
+    if callable(lr):
+        return lr
+    if isinstance(lr, bool) or not isinstance(lr, (int, float)) or math.isnan(lr):
+        raise ArgumentError(f"{name}: learning_rate must be a number or a schedule (a "
+                            f"callable of the step), got {lr!r}")
+    return float(lr)
+
+
+def _named(w):
+    if isinstance(w, Result) or isinstance(w, dict):
+        return w["name"], w["tensor"]
+    if isinstance(w, (tuple, list)) and len(w) == 2 and isinstance(w[0], str):
+        return w[0], w[1]
+    return None, w
+
+
+def _pairs(grads):
+    """(variable, gradient) pairs from any of the accepted forms."""
+    if isinstance(grads, dict):
+        items = list(grads.items())
+        return [(_lookup(k), g) for k, g in items]
+    if isinstance(grads, (list, tuple)):
+        out = []
+        for item in grads:
+            if isinstance(item, (tuple, list)) and len(item) == 2 and isinstance(item[1],
+                                                                                 Variable):
+                out.append((item[1], item[0]))          # TF-Python's (grad, var)
+            elif isinstance(item, (dict, Result)):
+                out.append((_lookup(item["name"]), item["tensor"]))
+            else:
+                raise ArgumentError(
+                    f"apply_gradients(): list entries must be (gradient, variable) pairs or "
+                    f"{{'name': ..., 'tensor': ...}}, got {type(item).__name__}")
+        return out
+    raise ArgumentError(f"apply_gradients() takes a mapping of variable (or name) to gradient, "
+                        f"or a list of (gradient, variable) pairs; got {type(grads).__name__}")
+
+
+def _lookup(key):
+    if isinstance(key, Variable):
+        return key
+    var = _VARIABLES.get(key)
+    if var is None:
+        raise ArgumentError(f"apply_gradients(): no variable named {key!r} is registered (was "
+                            f"it disposed, or renamed?)")
+    return var
+
+
+def _grad_for(var, g):
+    if g is None:
+        return None
+    g = convert(g, "gradient", "apply_gradients")
+    if g.shape != var.shape:
+        try:
+            g = OPS["broadcast_to"](g, var.shape)
+        except ShapeError:
+            raise ShapeError(f"apply_gradients(): the gradient of '{var.name}' has shape "
+                             f"{g.shape}, which does not fit the variable's shape "
+                             f"{var.shape}") from None
+    if g.dtype != var.dtype:
+        g = g.cast(var.dtype if dtypes.is_float(var.dtype) else dtypes.float32)
+    return g
+
+
+# ---------------------------------------------------------------- the optimizers
+
+def _eps(epsilon):
+    return EPSILON if epsilon is None else float(epsilon)
+
+
+class SGDOptimizer(Optimizer):
+    """w ← w − lr·g."""
+    class_name = "SGD"
+
+    def _update(self, var, g, slots, lr):
+        return g * -lr + var
+
+
+class MomentumOptimizer(Optimizer):
+    """a ← m·a + g; w ← w − lr·a (Nesterov: w ← w − lr·(g + m·a))."""
+    class_name = "Momentum"
+    slot_names = ("momentum",)
+    _config_keys = ("learning_rate", "momentum", "use_nesterov")
+
+    def __init__(self, learning_rate, momentum, use_nesterov=False, **clip):
+        super().__init__(learning_rate, **clip)
+        self.momentum = float(momentum)
+        self.use_nesterov = bool(use_nesterov)
+
+    def set_momentum(self, momentum):
+        """Change the momentum from the next step on (TF.js ignores this; flowgrad does
+        not)."""
+        self.momentum = float(momentum)
+
+    def _slot_init(self, var):
+        return {"momentum": OPS["zeros_like"](var)}
+
+    def _update(self, var, g, slots, lr):
+        acc = slots["momentum"]
+        new_acc = acc * self.momentum + g
+        acc.assign(new_acc)
+        if self.use_nesterov:
+            return (g + new_acc * self.momentum) * -lr + var
+        return new_acc * -lr + var
+
+
+class AdagradOptimizer(Optimizer):
+    """A ← A + g²; w ← w − lr·g/√(A + ε)."""
+    class_name = "Adagrad"
+    slot_names = ("accumulator",)
+    _config_keys = ("learning_rate", "initial_accumulator_value")
+
+    def __init__(self, learning_rate, initial_accumulator_value=0.1, **clip):
+        super().__init__(learning_rate, **clip)
+        self.initial_accumulator_value = float(initial_accumulator_value)
+
+    def _slot_init(self, var):
+        return {"accumulator": OPS["fill"](var.shape, self.initial_accumulator_value,
+                                           var.dtype)}
+
+    def _update(self, var, g, slots, lr):
+        acc = slots["accumulator"]
+        new_acc = acc + g.square()
+        acc.assign(new_acc)
+        return (g / (new_acc + EPSILON).sqrt()) * -lr + var
+
+
+class AdadeltaOptimizer(Optimizer):
+    """TF.js's Adadelta: Δ = √(Ex + ε)/√(Eg + ε)·g with the accumulator Eg of the previous
+    step (so the first step is Δ = g); ``use_updated_accumulator=True`` uses this step's Eg
+    instead, as the paper (Zeiler 2012), TF-Python and PyTorch do."""
+    class_name = "Adadelta"
+    slot_names = ("accum_grad", "accum_var")
+    _config_keys = ("learning_rate", "rho", "epsilon")
+
+    def __init__(self, learning_rate=0.001, rho=0.95, epsilon=None,
+                 use_updated_accumulator=False, **clip):
+        super().__init__(learning_rate, **clip)
+        self.rho = float(rho)
+        self.epsilon = _eps(epsilon)
+        self.use_updated_accumulator = bool(use_updated_accumulator)
+
+    def _slot_init(self, var):
+        return {"accum_grad": OPS["zeros_like"](var), "accum_var": OPS["zeros_like"](var)}
+
+    def _update(self, var, g, slots, lr):
+        eg, ex = slots["accum_grad"], slots["accum_var"]
+        rho, eps = self.rho, self.epsilon
+        new_eg = eg * rho + g.square() * (1 - rho)
+        denom = new_eg if self.use_updated_accumulator else eg
+        delta = (ex + eps).sqrt() / (denom + eps).sqrt() * g
+        new_ex = ex * rho + delta.square() * (1 - rho)
+        eg.assign(new_eg)
+        ex.assign(new_ex)
+        return delta * -lr + var
+
+
+class AdamOptimizer(Optimizer):
+    """m ← β1·m + (1−β1)·g; v ← β2·v + (1−β2)·g²;
+    w ← w − lr·(m/(1−β1ᵗ)) / (√(v/(1−β2ᵗ)) + ε)."""
+    class_name = "Adam"
+    slot_names = ("m", "v")
+    _config_keys = ("learning_rate", "beta1", "beta2", "epsilon")
+
+    def __init__(self, learning_rate=0.001, beta1=0.9, beta2=0.999, epsilon=None, **clip):
+        super().__init__(learning_rate, **clip)
+        self.beta1 = float(beta1)
+        self.beta2 = float(beta2)
+        self.epsilon = _eps(epsilon)
+
+    def _slot_init(self, var):
+        return {"m": OPS["zeros_like"](var), "v": OPS["zeros_like"](var)}
+
+    def _moments(self, g, slots):
+        m, v = slots["m"], slots["v"]
+        b1, b2 = self.beta1, self.beta2
+        t = self.iterations + 1
+        new_m = m * b1 + g * (1 - b1)
+        new_v = v * b2 + g.square() * (1 - b2)
+        m.assign(new_m)
+        v.assign(new_v)
+        return new_m / (1 - b1 ** t), new_v / (1 - b2 ** t)
+
+    def _update(self, var, g, slots, lr):
+        m_hat, v_hat = self._moments(g, slots)
+        return (m_hat / (v_hat.sqrt() + self.epsilon)) * -lr + var
+
+
+class AdamWOptimizer(AdamOptimizer):
+    """Adam with decoupled weight decay (Loshchilov & Hutter):
+    w ← w − lr·(adam step + weight_decay·w)."""
+    class_name = "AdamW"
+    _config_keys = ("learning_rate", "weight_decay", "beta1", "beta2", "epsilon")
+
+    def __init__(self, learning_rate=0.001, weight_decay=0.01, beta1=0.9, beta2=0.999,
+                 epsilon=None, **clip):
+        super().__init__(learning_rate, beta1, beta2, epsilon, **clip)
+        self.weight_decay = float(weight_decay)
+
+    def _update(self, var, g, slots, lr):
+        m_hat, v_hat = self._moments(g, slots)
+        step = m_hat / (v_hat.sqrt() + self.epsilon) + var * self.weight_decay
+        return step * -lr + var
+
+
+class AdamaxOptimizer(Optimizer):
+    """m ← β1·m + (1−β1)·g; u ← max(β2·u, |g|);
+    w ← w − lr/(1 + decay·(t−1)) / (1−β1ᵗ) · m/(u + ε)."""
+    class_name = "Adamax"
+    slot_names = ("m", "u")
+    _config_keys = ("learning_rate", "beta1", "beta2", "epsilon", "decay")
+
+    def __init__(self, learning_rate=0.002, beta1=0.9, beta2=0.999, epsilon=None, decay=0.0,
+                 **clip):
+        super().__init__(learning_rate, **clip)
+        self.beta1 = float(beta1)
+        self.beta2 = float(beta2)
+        self.epsilon = _eps(epsilon)
+        self.decay = float(decay)
+
+    def _slot_init(self, var):
+        return {"m": OPS["zeros_like"](var), "u": OPS["zeros_like"](var)}
+
+    def _update(self, var, g, slots, lr):
+        m, u = slots["m"], slots["u"]
+        t = self.iterations + 1
+        step_lr = -lr / (self.iterations * self.decay + 1)
+        new_m = m * self.beta1 + g * (1 - self.beta1)
+        new_u = (u * self.beta2).maximum(g.abs())
+        m.assign(new_m)
+        u.assign(new_u)
+        return (new_m / (new_u + self.epsilon)) * (step_lr / (1 - self.beta1 ** t)) + var
+
+
+class RMSPropOptimizer(Optimizer):
+    """ms ← ρ·ms + (1−ρ)·g²; mom ← μ·mom + lr·g/√(ms + ε); w ← w − mom.
+    Centered: mg ← ρ·mg + (1−ρ)·g and the root is √(ms − (mg² + ε)) (TF.js)."""
+    class_name = "RMSProp"
+    _config_keys = ("learning_rate", "decay", "momentum", "epsilon", "centered")
+
+    def __init__(self, learning_rate, decay=0.9, momentum=0.0, epsilon=None, centered=False,
+                 **clip):
+        super().__init__(learning_rate, **clip)
+        self.decay = float(decay)
+        self.momentum = float(momentum)
+        self.epsilon = _eps(epsilon)
+        self.centered = bool(centered)
+
+    @property
+    def slot_names(self):
+        return ("rms", "momentum", "mg") if self.centered else ("rms", "momentum")
+
+    def _slot_init(self, var):
+        return {k: OPS["zeros_like"](var) for k in self.slot_names}
+
+    def _update(self, var, g, slots, lr):
+        rho = self.decay
+        ms, mom = slots["rms"], slots["momentum"]
+        new_ms = ms * rho + g.square() * (1 - rho)
+        if self.centered:
+            mg = slots["mg"]
+            new_mg = mg * rho + g * (1 - rho)
+            denom = (new_ms - (new_mg.square() + self.epsilon)).sqrt()
+            mg.assign(new_mg)
+        else:
+            denom = (new_ms + self.epsilon).sqrt()
+        new_mom = mom * self.momentum + (g * lr) / denom
+        ms.assign(new_ms)
+        mom.assign(new_mom)
+        return var - new_mom
+
+
+# ---------------------------------------------------------------- factories (tf.train.*)
+
+def sgd(learning_rate=None, **clip):
+    """Plain gradient descent.
+
+    >>> import flowgrad as tf
+    >>> tf.train.sgd(0.1).get_config()
+    {'learning_rate': 0.1}
+    """
+    return SGDOptimizer(learning_rate, **clip)
+
+
+def momentum(learning_rate=None, momentum=None, use_nesterov=False, **clip):
+    """Gradient descent with momentum (optionally Nesterov).
+
+    >>> import flowgrad as tf
+    >>> tf.train.momentum(0.1, 0.9).get_config()["useNesterov"]
+    False
+    """
+    if momentum is None:
+        raise ArgumentError("momentum for MomentumOptimizer must be defined.")
+    return MomentumOptimizer(learning_rate, momentum, use_nesterov, **clip)
+
+
+def adagrad(learning_rate=None, initial_accumulator_value=0.1, **clip):
+    """Adagrad (ε = 1e-7 inside the root, as TF.js).
+
+    >>> import flowgrad as tf
+    >>> tf.train.adagrad(0.1).get_config()
+    {'learning_rate': 0.1, 'initial_accumulator_value': 0.1}
+    """
+    return AdagradOptimizer(learning_rate, initial_accumulator_value, **clip)
+
+
+def adadelta(learning_rate=0.001, rho=0.95, epsilon=None, use_updated_accumulator=False,
+             **clip):
+    """Adadelta with TF.js's order of updates (see AdadeltaOptimizer for the paper's variant).
+
+    >>> import flowgrad as tf
+    >>> tf.train.adadelta().get_config()
+    {'learning_rate': 0.001, 'rho': 0.95, 'epsilon': 1e-07}
+    """
+    return AdadeltaOptimizer(learning_rate, rho, epsilon, use_updated_accumulator, **clip)
+
+
+def adam(learning_rate=0.001, beta1=0.9, beta2=0.999, epsilon=None, **clip):
+    """Adam with TF.js's bias correction and ε outside the root.
+
+    >>> import flowgrad as tf
+    >>> tf.train.adam(0.01).get_config()
+    {'learning_rate': 0.01, 'beta1': 0.9, 'beta2': 0.999, 'epsilon': 1e-07}
+    """
+    return AdamOptimizer(learning_rate, beta1, beta2, epsilon, **clip)
+
+
+def adamw(learning_rate=0.001, weight_decay=0.01, beta1=0.9, beta2=0.999, epsilon=None,
+          **clip):
+    """Adam with decoupled weight decay (not in TF.js).
+
+    >>> import flowgrad as tf
+    >>> tf.train.adamw(0.01, weight_decay=0.1).get_config()["weight_decay"]
+    0.1
+    """
+    return AdamWOptimizer(learning_rate, weight_decay, beta1, beta2, epsilon, **clip)
+
+
+def adamax(learning_rate=0.002, beta1=0.9, beta2=0.999, epsilon=None, decay=0.0, **clip):
+    """Adamax (Adam with the infinity norm).
+
+    >>> import flowgrad as tf
+    >>> tf.train.adamax().get_config()["decay"]
+    0.0
+    """
+    return AdamaxOptimizer(learning_rate, beta1, beta2, epsilon, decay, **clip)
+
+
+def rmsprop(learning_rate=None, decay=0.9, momentum=0.0, epsilon=None, centered=False,
+            **clip):
+    """RMSProp, plain or centered, with momentum.
+
+    >>> import flowgrad as tf
+    >>> tf.train.rmsprop(0.01, centered=True).get_config()["centered"]
+    True
+    """
+    return RMSPropOptimizer(learning_rate, decay, momentum, epsilon, centered, **clip)
