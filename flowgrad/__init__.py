@@ -12,7 +12,7 @@ import warnings as _warnings
 from . import dtypes
 from .engine import dispose, keep, memory, tidy
 from .errors import (ArgumentError, DisposedError, DtypeError, FlowgradError, GradientError,
-                     ShapeError, UnconnectedGradientError, VariableError)
+                     KernelError, ShapeError, UnconnectedGradientError, VariableError)
 from .ops import OPS as _OPS
 from .tensor import Tensor, Variable, dispose_variables, variable
 from .gradients import (GradMap, GradientTape, custom_grad, grad, grads, value_and_grad,

@@ -18,7 +18,7 @@ import itertools
 
 from . import dtypes
 from .backends import get_backend
-from .errors import ArgumentError, DisposedError
+from .errors import ArgumentError, DisposedError, FlowgradError, KernelError, ShapeError
 
 B = get_backend()          # the active backend namespace, passed to every kernel
 _T = None                  # the Tensor class, set by tensor.py (which sits above us)
@@ -238,6 +238,20 @@ def memory_counts():
     return num_tensors, num_buffers, num_bytes
 
 
+def kernel_error(prim, inputs, e):
+    """A backend failure, as a flowgrad error naming the op and its inputs (never a bare
+    NumPy traceback)."""
+    described = ", ".join(f"{t.dtype} {tuple(t.shape)}" for t in inputs)
+    msg = str(e)
+    if "broadcast" in msg:
+        shapes = " and ".join(str(tuple(t.shape)) for t in inputs)
+        return ShapeError(f"Operands could not be broadcast together with shapes {shapes} "
+                          f"(op {prim.name}): each axis must match or be 1, counting from "
+                          f"the last.")
+    return KernelError(f"{prim.name} failed on inputs ({described}): {type(e).__name__}: "
+                       f"{msg}")
+
+
 def disposed_input(t, prim):
     """The array of a disposed input: allowed only for gradient rules reading saved tensors."""
     if _in_backward and t._data is not None:
@@ -257,18 +271,23 @@ def run_kernel(prim, inputs, attrs=None):
     backprop when a gradient function's forward pass is running.
     """
     global num_tensors, num_bytes, num_buffers
-    if len(inputs) == 1:
-        t = inputs[0]
-        a = t._data if not t._disposed else disposed_input(t, prim)
-        out = prim.fwd(B, a) if attrs is None else prim.fwd(B, a, **attrs)
-    elif len(inputs) == 2:
-        t, u = inputs
-        a = t._data if not t._disposed else disposed_input(t, prim)
-        b = u._data if not u._disposed else disposed_input(u, prim)
-        out = prim.fwd(B, a, b) if attrs is None else prim.fwd(B, a, b, **attrs)
-    else:
-        arrays = [x._data if not x._disposed else disposed_input(x, prim) for x in inputs]
-        out = prim.fwd(B, *arrays) if attrs is None else prim.fwd(B, *arrays, **attrs)
+    try:
+        if len(inputs) == 1:
+            t = inputs[0]
+            a = t._data if not t._disposed else disposed_input(t, prim)
+            out = prim.fwd(B, a) if attrs is None else prim.fwd(B, a, **attrs)
+        elif len(inputs) == 2:
+            t, u = inputs
+            a = t._data if not t._disposed else disposed_input(t, prim)
+            b = u._data if not u._disposed else disposed_input(u, prim)
+            out = prim.fwd(B, a, b) if attrs is None else prim.fwd(B, a, b, **attrs)
+        else:
+            arrays = [x._data if not x._disposed else disposed_input(x, prim) for x in inputs]
+            out = prim.fwd(B, *arrays) if attrs is None else prim.fwd(B, *arrays, **attrs)
+    except FlowgradError:
+        raise
+    except (ValueError, TypeError, IndexError, ArithmeticError) as e:
+        raise kernel_error(prim, inputs, e) from e
     if not prim.multi:
         # make_tensor, inlined: this is the hottest path of the library
         y = _T.__new__(_T)

@@ -36,3 +36,7 @@ class UnconnectedGradientError(GradientError):
 
 class VariableError(FlowgradError, ValueError):
     """Variable registry problems: duplicate names, bad assign."""
+
+
+class KernelError(FlowgradError, ValueError):
+    """A backend kernel failed on arguments that passed the op's checks (names the op)."""

@@ -350,6 +350,9 @@ def to_array(values, dtype=None, where="tensor"):
         except ValueError as e:
             raise ShapeError(f"{where}: the nested lists are ragged (every row must have the "
                              f"same length): {e}") from None
+        if arr.dtype.kind == "c":
+            raise DtypeError(f"{where}: complex numbers are not supported (flowgrad tensors "
+                             f"are float32, float64, int32 or bool)")
         if arr.dtype.kind in "USO":
             raise DtypeError(f"{where}: values must be numbers or booleans, got "
                              f"{arr.dtype.kind == 'O' and 'mixed objects' or 'strings'}.")

@@ -208,10 +208,50 @@ def norm_axis(axis, rank, opname="op"):
     if not isinstance(axis, (int, np.integer)) or isinstance(axis, bool):
         raise ArgumentError(f"{opname}: axis must be an int, got {type(axis).__name__}")
     a = int(axis)
-    if not -max(rank, 1) <= a < max(rank, 1):
+    if not -rank <= a < rank:
+        valid = f"valid: {-rank} to {rank - 1}" if rank else "a scalar has no axis"
         raise ArgumentError(f"{opname}: axis {axis} is out of range for a tensor of rank "
-                            f"{rank} (valid: {-rank} to {rank - 1})")
-    return a % rank if rank else 0
+                            f"{rank} ({valid})")
+    return a % rank
+
+
+def as_int(v, what, opname, minimum=None):
+    """An int argument (NumPy ints and int tensors too); floats are refused, not truncated."""
+    if isinstance(v, Tensor) and v.size == 1 and v.dtype == dtypes.int32:
+        v = v.item()
+    if isinstance(v, bool) or not isinstance(v, (int, np.integer)):
+        if isinstance(v, (float, np.floating)) and float(v).is_integer():
+            v = int(v)
+        else:
+            kind = "an integer" if isinstance(v, (float, np.floating)) else type(v).__name__
+            raise ArgumentError(f"{opname}: {what} must be an integer, got {v!r}"
+                                + ("" if kind == "an integer" else f" ({kind})"))
+    v = int(v)
+    if minimum is not None and v < minimum:
+        raise ArgumentError(f"{opname}: {what} must be >= {minimum}, got {v}")
+    return v
+
+
+def as_ints(seq, what, opname, minimum=None):
+    """A tuple of ints from a list or tuple (see as_int)."""
+    if isinstance(seq, Tensor):
+        seq = seq.array_sync()
+    if isinstance(seq, np.ndarray):
+        seq = seq.tolist()
+    if not isinstance(seq, (list, tuple)):
+        raise ArgumentError(f"{opname}: {what} must be a list of integers, got "
+                            f"{type(seq).__name__}")
+    return tuple(as_int(v, f"{what}[{i}]", opname, minimum) for i, v in enumerate(seq))
+
+
+def as_number(v, what, opname):
+    """A real-number argument (a Python float)."""
+    if isinstance(v, Tensor) and v.size == 1:
+        v = v.item()
+    if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, float, np.integer,
+                                                              np.floating)):
+        raise ArgumentError(f"{opname}: {what} must be a number, got {v!r}")
+    return float(v)
 
 
 def norm_axes(axis, rank, opname="op"):
@@ -249,6 +289,9 @@ def cast(x, dtype):
         [1, -2]
     """
     x = as_tensor(x, "cast")
+    if dtype is None:
+        raise DtypeError("cast(): dtype None is not a dtype: give 'float32', 'float64', "
+                         "'int32' or 'bool'")
     dt = dtypes.canonical(dtype)
     if dt == x.dtype:
         return x

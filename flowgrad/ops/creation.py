@@ -4,13 +4,15 @@ Values become float32 unless told otherwise (Python numbers are JS numbers here)
 arrays keep their dtype (float64 stays float64). Random ops take a ``seed`` for
 reproducible draws.
 """
+import math
+
 import numpy as np
 
 from .. import dtypes
 from .. import engine as E
 from ..errors import ArgumentError, DtypeError, ShapeError
 from ..tensor import Tensor, to_array
-from ._core import as_tensor, export, primitive
+from ._core import as_int, as_number, as_tensor, export, primitive
 
 _builtin_range = range
 
@@ -151,6 +153,8 @@ def fill(shape, value, dtype=None):
     Tensor
         [7, 7]
     """
+    if not isinstance(value, (bool, int, float, np.bool_, np.integer, np.floating)):
+        raise DtypeError(f"fill(): value must be a number or a bool, got {value!r}")
     default = dtypes.bool_ if isinstance(value, (bool, np.bool_)) else dtypes.float32
     dt = _dtype(dtype, default)
     return E.run_kernel(_fill, (), {"shape": _shape(shape, "fill()"), "value": value,
@@ -234,6 +238,9 @@ def range(start, stop=None, step=1, dtype="float32"):  # noqa: A001 - the TF.js 
     """
     if stop is None:
         start, stop = 0, start
+    start = as_number(start, "start", "range()")
+    stop = as_number(stop, "stop", "range()")
+    step = as_number(step, "step", "range()")
     if step == 0:
         raise ArgumentError("Cannot have a step of zero")
     dt = _dtype(dtype)
@@ -255,10 +262,12 @@ def linspace(start, stop, num):
     Tensor
         [0, 0.5, 1]
     """
-    if int(num) != num or num <= 0:
+    num = as_int(num, "the number of values", "linspace()")
+    if num <= 0:
         raise ArgumentError(f"The number of values should be positive, got {num}.")
-    return E.run_kernel(_linspace, (), {"start": start, "stop": stop, "num": int(num),
-                                        "dtype": np.float32})
+    return E.run_kernel(_linspace, (), {"start": as_number(start, "start", "linspace()"),
+                                        "stop": as_number(stop, "stop", "linspace()"),
+                                        "num": num, "dtype": np.float32})
 
 
 @primitive("Eye")
@@ -277,9 +286,10 @@ def eye(num_rows, num_columns=None, batch_shape=None, dtype="float32"):
         [[1, 0],
          [0, 1]]
     """
-    m = num_rows if num_columns is None else num_columns
+    n = as_int(num_rows, "num_rows", "eye()", 0)
+    m = n if num_columns is None else as_int(num_columns, "num_columns", "eye()", 0)
     batch = _shape(batch_shape, "eye()") if batch_shape is not None else ()
-    return E.run_kernel(_eye, (), {"n": int(num_rows), "m": int(m), "batch_shape": batch,
+    return E.run_kernel(_eye, (), {"n": n, "m": m, "batch_shape": batch,
                                    "dtype": dtypes.NP[_dtype(dtype)]})
 
 
@@ -356,9 +366,15 @@ def random_uniform(shape, minval=0.0, maxval=1.0, dtype="float32", seed=None):
     dt = _dtype(dtype)
     if dt == dtypes.bool_:
         raise DtypeError("random_uniform(): dtype must be float32, float64 or int32")
-    if not minval < maxval:
+    lo = as_number(minval, "minval", "random_uniform()")
+    hi = as_number(maxval, "maxval", "random_uniform()")
+    if dt == dtypes.int32:          # the integers in [minval, maxval)
+        lo, hi = math.ceil(lo), math.ceil(hi)
+    if not lo < hi:
         raise ArgumentError(f"random_uniform(): minval ({minval}) must be less than maxval "
-                            f"({maxval})")
+                            f"({maxval})" + (" (no integer lies between them)"
+                                             if dt == dtypes.int32 else ""))
+    minval, maxval = lo, hi
     return E.run_kernel(_random_uniform, (), {"shape": _shape(shape, "random_uniform()"),
                                               "minval": minval, "maxval": maxval,
                                               "dtype": dtypes.NP[dt], "seed": seed})
@@ -383,12 +399,17 @@ def one_hot(indices, depth, on_value=1, off_value=0, dtype="int32"):
         [[1, 0, 0],
          [0, 0, 1]]
     """
-    indices = as_tensor(indices, "one_hot", "indices")
+    if not isinstance(indices, Tensor):
+        indices = tensor(indices, dtype="int32")     # a list of indices, as TF.js takes
     if indices.dtype != dtypes.int32:
         raise DtypeError(f"Argument 'indices' passed to 'one_hot' must be int32 tensor, but got "
                          f"{indices.dtype} tensor")
-    if int(depth) != depth or depth < 1:
+    depth = as_int(depth, "depth", "Error in one_hot")
+    if depth < 1:
         raise ArgumentError(f"Error in one_hot: depth must be >= 1, but it is {depth}")
-    return E.run_kernel(_one_hot, (indices,), {"depth": int(depth), "on_value": on_value,
-                                               "off_value": off_value,
+    return E.run_kernel(_one_hot, (indices,), {"depth": depth,
+                                               "on_value": as_number(on_value, "on_value",
+                                                                     "one_hot"),
+                                               "off_value": as_number(off_value, "off_value",
+                                                                      "one_hot"),
                                                "dtype": dtypes.NP[_dtype(dtype)]})

@@ -8,7 +8,8 @@ from .. import dtypes
 from .. import engine as E
 from ..errors import DtypeError
 from ..tensor import Tensor
-from ._core import FLOATS, as_numeric, as_tensor, binary, binary_args, export, primitive, unary
+from ._core import (FLOATS, as_number, as_numeric, as_tensor, binary, binary_args, export,
+                    primitive, unary)
 
 bool_ = dtypes.bool_
 
@@ -289,7 +290,7 @@ def step(x, alpha=0.0):
         [0, 0, 1]
     """
     x = as_numeric(x, "step")
-    return E.run_kernel(_step, (x,), {"alpha": alpha})
+    return E.run_kernel(_step, (x,), {"alpha": as_number(alpha, "alpha", "step")})
 
 
 __all__ = ["FLOATS"]

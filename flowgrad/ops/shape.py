@@ -12,7 +12,7 @@ from .. import dtypes
 from .. import engine as E
 from ..errors import ArgumentError, DtypeError, ShapeError
 from ..tensor import Tensor
-from ._core import as_tensor, export, norm_axes, norm_axis, primitive
+from ._core import as_int, as_ints, as_tensor, export, norm_axes, norm_axis, primitive
 
 
 def _tensors(tensors, fn):
@@ -100,7 +100,7 @@ def reshape(x, shape):
     x = as_tensor(x, "reshape")
     if isinstance(shape, (int, np.integer)):
         shape = (shape,)
-    shape = tuple(int(s) for s in shape)
+    shape = as_ints(shape, "shape", "reshape")
     if shape == x.shape:
         return x
     size = x.size
@@ -248,7 +248,7 @@ def broadcast_to(x, shape):
          [1, 2]]
     """
     x = as_tensor(x, "broadcast_to")
-    shape = tuple(int(s) for s in shape)
+    shape = as_ints(shape, "shape", "broadcast_to()", 0)
     if shape == x.shape:
         return x
     lead = len(shape) - x.rank
@@ -322,14 +322,15 @@ def split(x, num_or_size_splits, axis=0):
     x = as_tensor(x, "split")
     a = norm_axis(axis, x.rank, "split")
     n = x.shape[a]
-    if isinstance(num_or_size_splits, (int, np.integer)):
+    if isinstance(num_or_size_splits, (int, np.integer)) and \
+            not isinstance(num_or_size_splits, bool):
         k = int(num_or_size_splits)
         if k <= 0 or n % k:
             raise ShapeError(f"Number of splits must evenly divide the axis: axis {a} has "
                              f"{n} entries, which {k} splits cannot share equally.")
         sizes = [n // k] * k
     else:
-        sizes = [int(s) for s in num_or_size_splits]
+        sizes = list(as_ints(num_or_size_splits, "num_or_size_splits", "split"))
         if sizes.count(-1) > 1:
             raise ShapeError("split(): only one size may be -1")
         if -1 in sizes:
@@ -420,13 +421,15 @@ def slice(x, begin, size=None):  # noqa: A001 - the TF.js name
     x = as_tensor(x, "slice")
     r = x.rank
     if isinstance(begin, (int, np.integer)):
-        begin = [int(begin)] + [0] * (r - 1)
-    begin = [int(b) for b in begin] + [0] * (r - len(begin))
+        begin = [begin]
+    begin = list(as_ints(begin, "begin", "slice"))
+    begin += [0] * (r - len(begin))
     if size is None:
-        size = [-1] * r
+        size = []
     elif isinstance(size, (int, np.integer)):
-        size = [int(size)] + [-1] * (r - 1)
-    size = [int(s) for s in size] + [-1] * (r - len(size))
+        size = [size]
+    size = list(as_ints(size, "size", "slice"))
+    size += [-1] * (r - len(size))
     if len(begin) != r or len(size) != r:
         raise ShapeError(f"Error in slice{r}D: Length of begin {begin} and size {size} must "
                          f"match the rank of the array ({r}).")
@@ -463,7 +466,11 @@ def pad(x, paddings, constant_value=0):
         [0, 1, 2, 0, 0]
     """
     x = as_tensor(x, "pad")
-    pads = tuple((int(p[0]), int(p[1])) for p in paddings)
+    if not isinstance(paddings, (list, tuple)) or not all(
+            isinstance(p, (list, tuple)) and len(p) == 2 for p in paddings):
+        raise ShapeError(f"pad(): paddings must be a list of [before, after] pairs, one per "
+                         f"axis of x (rank {x.rank}), got {paddings!r}")
+    pads = tuple(as_ints(p, "paddings", "pad") for p in paddings)
     if len(pads) != x.rank or any(p < 0 for pp in pads for p in pp):
         raise ShapeError(f"pad(): paddings {[list(p) for p in pads]} must give one "
                          f"non-negative [before, after] pair per axis of x (rank {x.rank})")
@@ -522,7 +529,7 @@ def tile(x, reps):
         [1, 2, 1, 2]
     """
     x = as_tensor(x, "tile")
-    reps = tuple(int(r) for r in reps)
+    reps = as_ints(reps, "reps", "tile")
     if len(reps) != x.rank or any(r < 0 for r in reps):
         raise ShapeError(f"Error in tile: reps {list(reps)} must have one non-negative entry "
                          f"per axis of x (rank {x.rank})")
@@ -637,7 +644,8 @@ def unsorted_segment_sum(x, segment_ids, num_segments):
     if ids.shape != x.shape[:ids.rank]:
         raise ShapeError(f"unsorted_segment_sum(): segment_ids shape {ids.shape} must be a "
                          f"prefix of x's shape {x.shape}")
-    return _scatter_add(x, ids, 0, int(num_segments))
+    return _scatter_add(x, ids, 0, as_int(num_segments, "num_segments",
+                                         "unsorted_segment_sum", 0))
 
 
 # ---------------------------------------------------------------- Python indexing
@@ -683,6 +691,13 @@ def _index_key(key, shape):
         if isinstance(k, Tensor):
             k = k.item() if k.rank == 0 else k
         if isinstance(k, builtins.slice):
+            for part in (k.start, k.stop, k.step):
+                if part is not None and (isinstance(part, bool)
+                                         or not isinstance(part, (int, np.integer))):
+                    raise ArgumentError(f"slice indices must be integers or None, got "
+                                        f"{part!r} in {k}")
+            if k.step == 0:
+                raise ArgumentError("slice step cannot be zero")
             out.append(k)
         elif isinstance(k, (int, np.integer)) and not isinstance(k, bool):
             n = shape[axis]

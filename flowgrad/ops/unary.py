@@ -10,7 +10,7 @@ import math
 from .. import engine as E
 from ..errors import ArgumentError
 from ..tensor import Tensor
-from ._core import as_float, as_numeric, export, primitive, unary
+from ._core import as_float, as_number, as_numeric, export, primitive, unary
 from .logical import where
 
 _SQRT_PI_2 = 2.0 / math.sqrt(math.pi)
@@ -593,7 +593,7 @@ def leaky_relu(x, alpha=0.2):
         [-0.1, 2]
     """
     x = as_float(x, "leaky_relu")
-    return E.run_kernel(_leaky_relu, (x,), {"alpha": float(alpha)})
+    return E.run_kernel(_leaky_relu, (x,), {"alpha": as_number(alpha, "alpha", "leaky_relu")})
 
 
 @primitive("ClipByValue")
@@ -619,7 +619,8 @@ def clip_by_value(x, clip_value_min, clip_value_max):
         [-1, 0.5, 1]
     """
     x = as_numeric(x, "clip_by_value") if not isinstance(x, Tensor) else x
-    lo, hi = float(clip_value_min), float(clip_value_max)
+    lo = as_number(clip_value_min, "clip_value_min", "clip_by_value")
+    hi = as_number(clip_value_max, "clip_value_max", "clip_by_value")
     if lo > hi:
         raise ArgumentError(f"Error in clip: min ({_num(clip_value_min)}) must be less than "
                             f"or equal to max ({_num(clip_value_max)}).")
