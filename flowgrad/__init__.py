@@ -31,6 +31,11 @@ __version__ = "0.1.0"
 _warnings.filterwarnings("ignore", category=RuntimeWarning, module=r"flowgrad\.")
 
 globals().update(_OPS)
+from .ops import NAMESPACES as _NAMESPACES  # noqa: E402
+from .names import Namespace as _Namespace  # noqa: E402
+losses = _Namespace("losses", _NAMESPACES["losses"])
+image = _Namespace("image", _NAMESPACES["image"])
+linalg = _Namespace("linalg", _NAMESPACES["linalg"])
 float32, float64, int32, bool_ = dtypes.float32, dtypes.float64, dtypes.int32, dtypes.bool_
 
 

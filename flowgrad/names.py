@@ -75,3 +75,32 @@ class Result:
     def __repr__(self):
         inner = ", ".join(f"{k}={getattr(self, k)!r}" for k in self._fields)
         return f"{type(self).__name__}({inner})"
+
+
+class Namespace:
+    """A public sub-namespace (``tf.losses``, ``tf.image``, ``tf.linalg``): its functions
+    as attributes, TF.js camelCase names resolving to them.
+
+    >>> ns = Namespace("demo", {"mean_squared_error": len})
+    >>> ns.meanSquaredError is len
+    True
+    """
+
+    def __init__(self, name, functions):
+        object.__setattr__(self, "_name", name)
+        object.__setattr__(self, "_functions", functions)
+
+    def __getattr__(self, attr):
+        f = self._functions
+        if attr in f:
+            return f[attr]
+        snake = camel_to_snake(attr)
+        if snake in f:
+            return f[snake]
+        raise AttributeError(f"'tf.{self._name}' has no function '{attr}'")
+
+    def __dir__(self):
+        return sorted(self._functions)
+
+    def __repr__(self):
+        return f"<flowgrad namespace tf.{self._name}: {', '.join(sorted(self._functions))}>"

@@ -1,6 +1,13 @@
-"""Machinery of the op table test: inputs per domain, central finite differences in float64,
-gradients of any order, leak accounting. Independent of flowgrad's internals: it only uses
-the public API (grads, add_n, memory)."""
+"""Machinery of the op table tests: inputs per domain, central finite differences in
+float64, gradients of any order, leak accounting. Independent of flowgrad's internals: it
+only uses the public API (grads, add_n, memory).
+
+A family's table is a list of ``Case`` rows and one test::
+
+    @pytest.mark.parametrize("case", CASES, ids=repr)
+    def test_op(case):
+        run_case(case)
+"""
 import gc
 from dataclasses import dataclass, field
 from typing import Callable
@@ -103,3 +110,62 @@ def analytic_grad(F, arrays, dtype="float64"):
 def live_tensors():
     gc.collect()
     return tf.memory().num_tensors
+
+
+def _check_forward(case):
+    arrays = make_inputs(case)
+    want = as_list(case.ref(*arrays))
+    got = as_list(case.fn(*[tf.tensor(a, dtype="float64") for a in arrays]))
+    assert len(got) == len(want)
+    for g, w in zip(got, want):
+        assert g.shape == np.shape(w), case.name
+        if case.exact:
+            np.testing.assert_array_equal(g.numpy(), w, err_msg=case.name)
+        else:
+            np.testing.assert_allclose(g.numpy(), w, rtol=1e-12, atol=1e-12, err_msg=case.name)
+    # float32: the reference on the float32-rounded inputs
+    a32 = [a.astype(np.float32) for a in arrays]
+    want32 = as_list(case.ref(*[a.astype(np.float64) for a in a32]))
+    got32 = as_list(case.fn(*[tf.tensor(a) for a in a32]))
+    for g, w in zip(got32, want32):
+        assert g.dtype in ("float32", "int32", "bool"), (case.name, g.dtype)
+        if case.exact:
+            np.testing.assert_array_equal(g.numpy(), w, err_msg=case.name)
+        else:
+            np.testing.assert_allclose(g.numpy(), w, rtol=case.f32_rtol, atol=2e-6,
+                                       err_msg=case.name)
+
+
+def run_case(case):
+    """Check one row: forward in float64 and float32, gradients to ``case.order`` against
+    finite differences, float32 gradients against float64 ones, and no leaked tensor."""
+    arrays = make_inputs(case)
+    before = live_tensors()
+    _check_forward(case)
+    rng = np.random.default_rng(1)
+    outs = as_list(case.fn(*[tf.tensor(a, dtype="float64") for a in arrays]))
+    dys = [rng.uniform(0.5, 1.5, o.shape) for o in outs]
+    del outs
+    F = scalarize(case.fn, dys)
+    if case.order == -1:
+        return
+    if case.order == 0:
+        # not differentiable (or cut by stop_gradient): a zero gradient where connected
+        grads = analytic_grad(F, arrays)
+        if "stop" not in case.tags:
+            for g in grads:
+                np.testing.assert_array_equal(g, 0, err_msg=case.name)
+    for k in range(case.order):
+        analytic = analytic_grad(F, arrays)
+        numeric = numeric_grad(F, arrays)
+        for i, (a, n) in enumerate(zip(analytic, numeric)):
+            np.testing.assert_allclose(a, n, rtol=1e-5, atol=1e-6,
+                                       err_msg=f"{case.name}: order {k + 1}, input {i}")
+        if k == 0:
+            # float32 gradients agree with float64 ones within float32 accuracy
+            g32 = analytic_grad(F, [a.astype(np.float32) for a in arrays], "float32")
+            for a, g in zip(analytic, g32):
+                np.testing.assert_allclose(g, a, rtol=1e-3, atol=1e-4, err_msg=case.name)
+        F = lift(F, [rng.uniform(0.5, 1.5, a.shape) for a in arrays])
+    del F
+    assert live_tensors() == before, f"{case.name} leaked tensors"

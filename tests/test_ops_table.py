@@ -8,8 +8,7 @@ import numpy as np
 import pytest
 
 import flowgrad as tf
-from opcheck import (Case, analytic_grad, as_list, lift, live_tensors, make_inputs,
-                     numeric_grad, scalarize)
+from opcheck import Case, run_case
 
 SELU_SCALE, SELU_ALPHA = 1.0507009873554805, 1.6732632423543772   # TF.js's constants
 erf_ref = np.vectorize(math.erf)
@@ -245,62 +244,9 @@ CASES = [
 ]
 
 
-def _check_forward(case):
-    arrays = make_inputs(case)
-    want = as_list(case.ref(*arrays))
-    got = as_list(case.fn(*[tf.tensor(a, dtype="float64") for a in arrays]))
-    assert len(got) == len(want)
-    for g, w in zip(got, want):
-        assert g.shape == np.shape(w), case.name
-        if case.exact:
-            np.testing.assert_array_equal(g.numpy(), w, err_msg=case.name)
-        else:
-            np.testing.assert_allclose(g.numpy(), w, rtol=1e-12, atol=1e-12, err_msg=case.name)
-    # float32: the reference on the float32-rounded inputs
-    a32 = [a.astype(np.float32) for a in arrays]
-    want32 = as_list(case.ref(*[a.astype(np.float64) for a in a32]))
-    got32 = as_list(case.fn(*[tf.tensor(a) for a in a32]))
-    for g, w in zip(got32, want32):
-        assert g.dtype in ("float32", "int32", "bool"), (case.name, g.dtype)
-        if case.exact:
-            np.testing.assert_array_equal(g.numpy(), w, err_msg=case.name)
-        else:
-            np.testing.assert_allclose(g.numpy(), w, rtol=case.f32_rtol, atol=2e-6,
-                                       err_msg=case.name)
-
-
 @pytest.mark.parametrize("case", CASES, ids=repr)
 def test_op(case):
-    arrays = make_inputs(case)
-    before = live_tensors()
-    _check_forward(case)
-    rng = np.random.default_rng(1)
-    outs = as_list(case.fn(*[tf.tensor(a, dtype="float64") for a in arrays]))
-    dys = [rng.uniform(0.5, 1.5, o.shape) for o in outs]
-    del outs
-    F = scalarize(case.fn, dys)
-    if case.order == -1:
-        return
-    if case.order == 0:
-        # not differentiable (or cut by stop_gradient): a zero gradient where connected
-        grads = analytic_grad(F, arrays)
-        if "stop" not in case.tags:
-            for g in grads:
-                np.testing.assert_array_equal(g, 0, err_msg=case.name)
-    for k in range(case.order):
-        analytic = analytic_grad(F, arrays)
-        numeric = numeric_grad(F, arrays)
-        for i, (a, n) in enumerate(zip(analytic, numeric)):
-            np.testing.assert_allclose(a, n, rtol=1e-5, atol=1e-6,
-                                       err_msg=f"{case.name}: order {k + 1}, input {i}")
-        if k == 0:
-            # float32 gradients agree with float64 ones within float32 accuracy
-            g32 = analytic_grad(F, [a.astype(np.float32) for a in arrays], "float32")
-            for a, g in zip(analytic, g32):
-                np.testing.assert_allclose(g, a, rtol=1e-3, atol=1e-4, err_msg=case.name)
-        F = lift(F, [rng.uniform(0.5, 1.5, a.shape) for a in arrays])
-    del F
-    assert live_tensors() == before, f"{case.name} leaked tensors"
+    run_case(case)
 
 
 def test_table_covers_the_core_ops():

@@ -2,8 +2,10 @@
 operators, and gives the backprop sweep the ops it uses."""
 from .. import tape as _tape
 from ..tensor import Tensor
-from . import _core, binary, creation, linalg, logical, nn, reduce, shape, unary  # noqa: F401
-from ._core import OPS, PRIMITIVES, cast, export
+from . import (_core, activations, binary, creation, indexing, linalg, logical,  # noqa: F401
+               nn, reduce, shape, unary)
+from . import conv, image, losses, pool, scan, spatial  # noqa: F401,E402
+from ._core import NAMESPACES, OPS, PRIMITIVES, cast, export
 
 _O = OPS
 

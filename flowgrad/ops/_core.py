@@ -22,15 +22,20 @@ from ..errors import ArgumentError, DtypeError
 from ..tensor import Tensor, convert
 
 OPS = {}         # public name -> function: everything exported as tf.<name>
+NAMESPACES = {"losses": {}, "image": {}, "linalg": {}}   # tf.losses.<name>, ...
 PRIMITIVES = {}  # kernel name -> Primitive
 FLOATS = frozenset(dtypes.FLOATS)
 f32 = dtypes.float32
 
 
-def export(fn=None, *, method=True, name=None, alias=()):
-    """Register a public op: ``tf.<name>`` and (``method=True``) ``Tensor.<name>``."""
+def export(fn=None, *, method=True, name=None, alias=(), namespace=None):
+    """Register a public op: ``tf.<name>`` and (``method=True``) ``Tensor.<name>``; with
+    ``namespace="losses"`` it is ``tf.losses.<name>`` instead (and no method)."""
     def deco(f):
         n = name or f.__name__.rstrip("_")
+        if namespace is not None:
+            NAMESPACES[namespace][n] = f
+            return f
         OPS[n] = f
         for a in alias:
             OPS[a] = f

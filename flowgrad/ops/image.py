@@ -1,0 +1,1 @@
+"""``tf.image``: resizing (bilinear, nearest neighbour) and simple transforms."""

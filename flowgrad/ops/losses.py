@@ -1,0 +1,1 @@
+"""``tf.losses``: the loss functions of TF.js, as composites of flowgrad ops."""

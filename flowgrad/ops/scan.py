@@ -1,0 +1,1 @@
+"""Cumulative and selection ops: cumsum, cumprod, top_k, bincount."""
