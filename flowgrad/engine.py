@@ -52,10 +52,10 @@ class Primitive:
     (its inputs get zero gradient). Declared with the helpers in ``flowgrad.ops._core``.
     """
     __slots__ = ("name", "fwd", "vjp", "multi", "save_y", "view", "cut", "vjp_needs",
-                 "strict", "arg_names", "__weakref__")
+                 "strict", "batch", "arg_names", "__weakref__")
 
     def __init__(self, name, fwd, *, multi=False, save_y=False, view=False, cut=False,
-                 strict=False):
+                 strict=False, batch=False):
         self.name = name          # kernel name, as in TF.js ("Exp", "BatchMatMul")
         self.fwd = fwd
         self.vjp = None
@@ -65,6 +65,8 @@ class Primitive:
         self.cut = cut            # stop_gradient: nothing flows through
         self.vjp_needs = False    # the rule takes ``needs=`` (which inputs want a gradient)
         self.strict = strict      # custom gradients: shapes must match exactly
+        # the rule accepts dy with extra leading (batch) axes: vectorised jacobians
+        self.batch = batch
         code = getattr(fwd, "__code__", None)
         # input names for messages: the kernel's positional parameters after the backend
         self.arg_names = code.co_varnames[1:code.co_argcount] if code is not None else ()

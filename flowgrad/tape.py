@@ -33,19 +33,20 @@ def _input_name(prim, i):
     return names[i]
 
 
-def unbroadcast(dx, shape, prim=None, i=0):
-    """Sum ``dx`` over the axes along which an input of ``shape`` was broadcast."""
+def unbroadcast(dx, shape, prim=None, i=0, nlead=0):
+    """Sum ``dx`` over the axes along which an input of ``shape`` was broadcast (keeping the
+    first ``nlead`` batch axes of a vectorised backward pass)."""
     dshape = dx.shape
-    lead = len(dshape) - len(shape)
+    lead = len(dshape) - len(shape) - nlead
     ok = lead >= 0
-    axes = list(range(lead)) if ok else []
+    axes = list(range(nlead, nlead + lead)) if ok else []
     if ok:
         for k, s in enumerate(shape):
-            d = dshape[k + lead]
+            d = dshape[k + lead + nlead]
             if s == d:
                 continue
             if s == 1:
-                axes.append(k + lead)
+                axes.append(k + lead + nlead)
             else:
                 ok = False
                 break
@@ -54,17 +55,19 @@ def unbroadcast(dx, shape, prim=None, i=0):
         raise GradientError(
             f"Error in gradient for op {op}. The gradient of input "
             f"'{_input_name(prim, i) if prim is not None else i}' has shape "
-            f"{_shape_str(dshape)}, which does not match the shape of the input "
+            f"{_shape_str(dshape[nlead:])}, which does not match the shape of the input "
             f"{_shape_str(shape)}")
     if axes:
         dx = _ops.sum(dx, axes)
-    if dx.shape != tuple(shape):
-        dx = _ops.reshape(dx, shape)
+    target = tuple(dshape[:nlead]) + tuple(shape)
+    if dx.shape != target:
+        dx = _ops.reshape(dx, target)
     return dx
 
 
-def _fix_grad(dx, t, n, i):
-    """Bring a rule's gradient to the input's shape and gradient dtype (or explain why not)."""
+def _fix_grad(dx, t, n, i, lead=()):
+    """Bring a rule's gradient to the input's shape and gradient dtype (or explain why not).
+    ``lead``: the batch axes of a vectorised pass, kept in front."""
     prim = n.prim
     if not isinstance(dx, E._T):
         if prim.strict:
@@ -73,14 +76,14 @@ def _fix_grad(dx, t, n, i):
                 "`obj.grad_func` is a function that returns a list of only tensors "
                 f"(got {type(dx).__name__} for input {i}).")
         dx = _ops.tensor(dx, dtype=dtypes.grad_dtype(t.dtype))
-    if dx.shape != t.shape:
+    if dx.shape != lead + t.shape:
         if prim.strict:
             raise GradientError(
                 f"Error in gradient for op {_op_label(n)}. The gradient of input '{i}' has "
                 f"shape {_shape_str(dx.shape)}, which does not match the shape of the input "
                 f"{_shape_str(t.shape)}. A custom gradient must return one gradient per "
                 f"input, each with its input's shape (sum over broadcast axes yourself).")
-        dx = unbroadcast(dx, t.shape, prim, i)
+        dx = unbroadcast(dx, t.shape, prim, i, len(lead))
     want = dtypes.grad_dtype(t.dtype)
     if dx.dtype != want:
         if prim.strict and not dtypes.is_float(dx.dtype):
@@ -164,16 +167,30 @@ def walk(y, src, sess):
     return order, seen, needs
 
 
-def backprop(y, dy, xs, sess):
+class NotBatchable(Exception):
+    """A node's rule cannot take batched cotangents (the caller loops instead)."""
+
+
+def backprop(y, dy, xs, sess, batch=False):
     """Gradients of y (seeded with dy) with respect to each tensor of ``xs``.
 
     Returns ``(grads, connected)``: grads[i] is a Tensor or None (no gradient reached it),
     connected[i] tells whether xs[i] lies on some path to y at all.
+
+    ``batch=True``: dy carries one extra leading axis (a batch of cotangents, e.g. the rows
+    of an identity for a jacobian), and every gradient keeps it. Raises NotBatchable, before
+    computing anything, if some rule on the path cannot take a batch.
     """
     src = {}
     for x in xs:
         src[id(x)] = x
     order, seen, needs = walk(y, src, sess)
+    lead = ()
+    if batch:
+        for n in order:
+            if not n.prim.batch:
+                raise NotBatchable(n.prim.name)
+        lead = dy.shape[:1]
     gsrc = {}
     if id(y) in src:
         gsrc[id(y)] = dy
@@ -187,7 +204,7 @@ def backprop(y, dy, xs, sess):
             grads = {yn: lst}
         E.enter_backward()
         try:
-            _sweep(order, grads, gsrc, src, needs)
+            _sweep(order, grads, gsrc, src, needs, lead)
         finally:
             E.exit_backward()
     out = [gsrc.get(id(x)) for x in xs]
@@ -206,7 +223,7 @@ def _count_error(prim, ins, r):
                          f"expected {len(ins)} gradients.")
 
 
-def _sweep(order, grads, gsrc, src, needs):
+def _sweep(order, grads, gsrc, src, needs, lead=()):
     add = _ops.add
     T = E._T
     for n in reversed(order):
@@ -215,7 +232,7 @@ def _sweep(order, grads, gsrc, src, needs):
             continue
         prim = n.prim
         if n.nout > 1:
-            g = [gi if gi is not None else _ops.zeros(shape, dt)
+            g = [gi if gi is not None else _ops.zeros(lead + shape, dt)
                  for gi, (shape, dt) in zip(g, n.metas)]
         ins = n.inputs
         args = ins + _saved_outputs(n) if prim.save_y else ins
@@ -236,8 +253,9 @@ def _sweep(order, grads, gsrc, src, needs):
             dx = r[i]
             if dx is None or not want[i]:
                 continue
-            if type(dx) is not T or dx.shape != t.shape or dx.dtype != t.dtype:
-                dx = _fix_grad(dx, t, n, i)
+            if type(dx) is not T or dx.dtype != t.dtype or \
+                    dx.shape != (lead + t.shape if lead else t.shape):
+                dx = _fix_grad(dx, t, n, i, lead)
             k = id(t)
             if k in src:
                 old = gsrc.get(k)

@@ -100,6 +100,7 @@ def unary(name, *, policy="float", method=True, **flags):
     policy: "float" (int/bool inputs become float32), "numeric" (bool becomes int32),
     "any" (every dtype as is).
     """
+    flags.setdefault("batch", True)     # elementwise rules broadcast over batch axes
     def deco(kernel):
         prim = primitive(name, **flags)(kernel)
         opname = kernel.__name__
@@ -177,6 +178,7 @@ def binary(name, *, policy="any", method=True, **flags):
     policy: "any" (the promoted dtype), "float" (int/bool promote to float32),
     "numeric" (bool promotes to int32), "bool" (both must be bool).
     """
+    flags.setdefault("batch", True)     # elementwise rules broadcast over batch axes
     def deco(kernel):
         prim = primitive(name, **flags)(kernel)
         opname = kernel.__name__.rstrip("_")
@@ -272,7 +274,7 @@ def norm_axes(axis, rank, opname="op"):
 
 
 # Cast lives here because dtype promotion above needs it; it is an ordinary op otherwise.
-@primitive("Cast")
+@primitive("Cast", batch=True)
 def _cast(B, x, dtype):
     return x.astype(dtype)
 

@@ -39,7 +39,7 @@ def _size(shape):
 
 # ---------------------------------------------------------------- identity family
 
-@primitive("Identity", view=True)
+@primitive("Identity", view=True, batch=True)
 def _identity(B, x):
     return x
 
@@ -79,14 +79,20 @@ def stop_gradient(x):
 
 # ---------------------------------------------------------------- reshape family
 
-@primitive("Reshape", view=True)
+# Rules below accept dy with extra leading (batch) axes, for vectorised jacobians: they
+# count axes from the output's rank, and keep whatever leads.
+def _lead(dy, out_rank):
+    return dy.shape[:dy.rank - out_rank]
+
+
+@primitive("Reshape", view=True, batch=True)
 def _reshape(B, x, shape):
     return B.reshape(x, shape)
 
 
 @_reshape.def_vjp
 def _(dy, x, shape):
-    return reshape(dy, x.shape)
+    return reshape(dy, _lead(dy, len(shape)) + x.shape)
 
 
 @export
@@ -193,14 +199,15 @@ Tensor.as_type = lambda self, dtype: self.cast(dtype)
 
 # ---------------------------------------------------------------- transpose
 
-@primitive("Transpose")
+@primitive("Transpose", batch=True)
 def _transpose(B, x, perm):
     return B.transpose(x, perm)
 
 
 @_transpose.def_vjp
 def _(dy, x, perm):
-    return transpose(dy, tuple(int(i) for i in np.argsort(perm)))
+    k = dy.rank - len(perm)
+    return transpose(dy, tuple(range(k)) + tuple(int(i) + k for i in np.argsort(perm)))
 
 
 @export
@@ -227,7 +234,7 @@ def transpose(x, perm=None):
 
 # ---------------------------------------------------------------- broadcast_to
 
-@primitive("BroadcastTo")
+@primitive("BroadcastTo", batch=True)
 def _broadcast_to(B, x, shape):
     return B.broadcast_to(x, shape)
 
@@ -261,7 +268,7 @@ def broadcast_to(x, shape):
 
 # ---------------------------------------------------------------- concat / split
 
-@primitive("Concat")
+@primitive("Concat", batch=True)
 def _concat(B, *tensors, axis):
     return B.concatenate(tensors, axis=axis)
 
@@ -269,7 +276,8 @@ def _concat(B, *tensors, axis):
 @_concat.def_vjp
 def _(dy, *tensors, axis):
     sizes = [t.shape[axis] for t in tensors]
-    return list(split(dy, sizes, axis)) if len(sizes) > 1 else [dy]
+    k = dy.rank - tensors[0].rank
+    return list(split(dy, sizes, axis + k)) if len(sizes) > 1 else [dy]
 
 
 @export(method=False)
@@ -299,7 +307,7 @@ def concat(tensors, axis=0):
     return E.run_kernel(_concat, ts, {"axis": a})
 
 
-@primitive("SplitV", multi=True)
+@primitive("SplitV", multi=True, batch=True)
 def _split(B, x, sizes, axis):
     cuts = np.cumsum(sizes)[:-1]
     return B.split(x, cuts, axis=axis)
@@ -307,7 +315,7 @@ def _split(B, x, sizes, axis):
 
 @_split.def_vjp
 def _(dys, x, sizes, axis):
-    return concat(dys, axis)
+    return concat(dys, axis + dys[0].rank - x.rank)
 
 
 @export
@@ -343,14 +351,14 @@ def split(x, num_or_size_splits, axis=0):
 
 # ---------------------------------------------------------------- stack / unstack
 
-@primitive("Pack")
+@primitive("Pack", batch=True)
 def _stack(B, *tensors, axis):
     return B.stack(tensors, axis=axis)
 
 
 @_stack.def_vjp
 def _(dy, *tensors, axis):
-    return unstack(dy, axis)
+    return unstack(dy, axis + dy.rank - tensors[0].rank - 1)
 
 
 @export(method=False)
@@ -370,14 +378,14 @@ def stack(tensors, axis=0):
     return E.run_kernel(_stack, ts, {"axis": a})
 
 
-@primitive("Unpack", multi=True)
+@primitive("Unpack", multi=True, batch=True)
 def _unstack(B, x, axis):
     return tuple(B.moveaxis(x, axis, 0))
 
 
 @_unstack.def_vjp
 def _(dys, x, axis):
-    return stack(dys, axis)
+    return stack(dys, axis + dys[0].rank - x.rank + 1)
 
 
 @export
@@ -399,14 +407,15 @@ def unstack(x, axis=0):
 
 # ---------------------------------------------------------------- slice / pad
 
-@primitive("Slice")
+@primitive("Slice", batch=True)
 def _slice(B, x, begin, size):
     return x[tuple(_pyslice(b, b + s) for b, s in zip(begin, size))]
 
 
 @_slice.def_vjp
 def _(dy, x, begin, size):
-    return pad(dy, [(b, n - b - s) for b, s, n in zip(begin, size, x.shape)])
+    k = dy.rank - x.rank
+    return pad(dy, [(0, 0)] * k + [(b, n - b - s) for b, s, n in zip(begin, size, x.shape)])
 
 
 @export
@@ -446,14 +455,15 @@ def slice(x, begin, size=None):  # noqa: A001 - the TF.js name
     return E.run_kernel(_slice, (x,), {"begin": tuple(begin), "size": tuple(out)})
 
 
-@primitive("PadV2")
+@primitive("PadV2", batch=True)
 def _pad(B, x, paddings, constant_value):
     return B.pad(x, paddings, constant_values=constant_value)
 
 
 @_pad.def_vjp
 def _(dy, x, paddings, constant_value):
-    return slice(dy, [p[0] for p in paddings], list(x.shape))
+    lead = list(_lead(dy, x.rank))
+    return slice(dy, [0] * len(lead) + [p[0] for p in paddings], lead + list(x.shape))
 
 
 @export
@@ -479,14 +489,15 @@ def pad(x, paddings, constant_value=0):
 
 # ---------------------------------------------------------------- reverse / tile
 
-@primitive("Reverse")
+@primitive("Reverse", batch=True)
 def _reverse(B, x, axes):
     return B.flip(x, axes)
 
 
 @_reverse.def_vjp
 def _(dy, x, axes):
-    return reverse(dy, axes)
+    k = dy.rank - x.rank
+    return reverse(dy, [a + k for a in axes])
 
 
 @export
@@ -505,7 +516,7 @@ def reverse(x, axis=None):
     return E.run_kernel(_reverse, (x,), {"axes": axes})
 
 
-@primitive("Tile")
+@primitive("Tile", batch=True)
 def _tile(B, x, reps):
     return B.tile(x, reps)
 
@@ -513,10 +524,12 @@ def _tile(B, x, reps):
 @_tile.def_vjp
 def _(dy, x, reps):
     # dy viewed as (r0, s0, r1, s1, ...): the copies of x sit along the r axes
+    lead = list(_lead(dy, x.rank))
     inter = []
     for r, s in zip(reps, x.shape):
         inter += [r, s]
-    return reshape(dy, inter).sum(list(range(0, 2 * x.rank, 2)))
+    k = len(lead)
+    return reshape(dy, lead + inter).sum(list(range(k, k + 2 * x.rank, 2)))
 
 
 @export
