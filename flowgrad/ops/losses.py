@@ -1,1 +1,266 @@
-"""``tf.losses``: the loss functions of TF.js, as composites of flowgrad ops."""
+"""``tf.losses``: the loss functions of TF.js, as composites of flowgrad ops.
+
+Each loss computes its per-element (or per-row) losses and hands them to
+compute_weighted_loss, which applies the weights and the reduction, as TF.js does. The
+gradients come from the ops they are built of, so every smooth loss has second derivatives,
+and softmax_cross_entropy's gradient w.r.t. the labels is the true one (-log_softmax·dy,
+where TF.js's custom gradient gives (labels - softmax)·dy).
+"""
+import enum
+
+from .. import dtypes
+from ..errors import ArgumentError, ShapeError
+from ._core import as_float, as_number, cast, export, norm_axis
+from .activations import relu, softplus
+from .binary import minimum, squared_difference
+from .logical import not_equal, where
+from .nn import log_softmax
+from .shape import broadcast_to
+
+
+class Reduction(enum.IntEnum):
+    """How a loss reduces its weighted per-element losses (TF.js's values).
+
+    NONE keeps them; SUM adds them; MEAN divides the sum by the sum of the weights;
+    SUM_BY_NONZERO_WEIGHTS (the default) divides it by the number of non-zero weights.
+
+    >>> import flowgrad as tf
+    >>> tf.losses.Reduction.MEAN
+    <Reduction.MEAN: 1>
+    """
+    NONE = 0
+    MEAN = 1
+    SUM = 2
+    SUM_BY_NONZERO_WEIGHTS = 3
+
+
+export(Reduction, method=False, name="Reduction")                   # tf.Reduction (TF.js)
+export(Reduction, method=False, name="Reduction", namespace="losses")
+_DEFAULT = Reduction.SUM_BY_NONZERO_WEIGHTS
+
+
+def _reduction(r, fn):
+    """A Reduction from a member, its int value or its name (any case)."""
+    if isinstance(r, Reduction):
+        return r
+    if isinstance(r, str) and r.upper() in Reduction.__members__:
+        return Reduction[r.upper()]
+    if isinstance(r, int) and not isinstance(r, bool) and 0 <= r <= 3:
+        return Reduction(r)
+    raise ArgumentError(f"{fn}: Unknown reduction: {r!r}. Use tf.losses.Reduction.NONE, "
+                        f"MEAN, SUM or SUM_BY_NONZERO_WEIGHTS.")
+
+
+def _common(a, b):
+    """Two float tensors of one dtype (float64 wins)."""
+    if a.dtype != b.dtype:
+        a, b = cast(a, dtypes.float64), cast(b, dtypes.float64)
+    return a, b
+
+
+def _pair(a, b, fn, camel, names):
+    """labels and predictions as float tensors of one dtype and the same shape."""
+    a, b = _common(as_float(a, fn, names[0]), as_float(b, fn, names[1]))
+    if a.shape != b.shape:
+        raise ShapeError(f"Error in {camel}: Shapes {list(a.shape)} and {list(b.shape)} must "
+                         f"match: '{names[0]}' and '{names[1]}' need the same shape.")
+    return a, b
+
+
+def _number(v, what, fn, lo, lo_ok=True, hi=None):
+    v = as_number(v, what, fn)
+    if not (v >= lo if lo_ok else v > lo) or (hi is not None and v > hi):
+        rng = f"{'>=' if lo_ok else '>'} {lo:g}" + (f" and <= {hi:g}" if hi is not None else "")
+        raise ArgumentError(f"{fn}: {what} must be {rng}, got {v:g}")
+    return v
+
+
+@export(namespace="losses")
+def compute_weighted_loss(losses, weights=None, reduction=_DEFAULT):
+    """losses multiplied by ``weights`` (broadcast to the losses' shape), then reduced.
+
+    NONE: the weighted losses. SUM: their sum. MEAN: sum / sum(broadcast weights).
+    SUM_BY_NONZERO_WEIGHTS: sum / the number of non-zero broadcast weights. Without
+    weights, MEAN and SUM_BY_NONZERO_WEIGHTS are the mean.
+
+    NOTE: when every weight is zero (MEAN: when the weights sum to zero) the result is 0
+    with a zero gradient, as TF Python's losses give; TF.js divides 0 by 0 and gives NaN.
+
+    >>> import flowgrad as tf
+    >>> tf.losses.compute_weighted_loss(tf.tensor([1, 2, 3]), tf.tensor([1, 0, 1])).print()
+    Tensor
+        2
+    """
+    return _weighted(as_float(losses, "compute_weighted_loss", "losses"), weights, reduction,
+                     "compute_weighted_loss")
+
+
+def _weighted(losses, weights, reduction, fn):
+    red = _reduction(reduction, fn)
+    if weights is None:
+        if red == Reduction.NONE:
+            return losses
+        return losses.sum() if red == Reduction.SUM else losses.mean()
+    w = as_float(weights, fn, "weights")
+    if len(w.shape) > len(losses.shape) or any(
+            a != 1 and a != b for a, b in zip(reversed(w.shape), reversed(losses.shape))):
+        raise ShapeError(f"{fn}: weights of shape {list(w.shape)} do not broadcast to the "
+                         f"losses' shape {list(losses.shape)}: give a scalar, or weights of "
+                         f"the losses' rank whose axes are 1 or the losses' length.")
+    if w.dtype != losses.dtype:
+        w = cast(w, losses.dtype)        # the weights never change the loss's dtype
+    weighted = losses * w
+    if red == Reduction.NONE:
+        return weighted
+    total = weighted.sum()
+    if red == Reduction.SUM:
+        return total
+    if red == Reduction.MEAN:
+        den = w.sum() * (losses.size / max(w.size, 1))
+        zero = den == 0
+        return where(zero, 0, total / where(zero, 1, den))
+    # SUM_BY_NONZERO_WEIGHTS: the count is a constant (not_equal has no gradient)
+    count = not_equal(broadcast_to(w, losses.shape), 0).cast(w.dtype).sum()
+    return total / count.maximum(1)
+
+
+@export(namespace="losses")
+def absolute_difference(labels, predictions, weights=None, reduction=_DEFAULT):
+    """|labels - predictions|, weighted and reduced (see compute_weighted_loss).
+
+    >>> import flowgrad as tf
+    >>> tf.losses.absolute_difference(tf.tensor([1, 2]), tf.tensor([2, 4])).print()
+    Tensor
+        1.5
+    """
+    y, p = _pair(labels, predictions, "absolute_difference", "absoluteDifference",
+                 ("labels", "predictions"))
+    return _weighted((y - p).abs(), weights, reduction, "absolute_difference")
+
+
+@export(namespace="losses")
+def mean_squared_error(labels, predictions, weights=None, reduction=_DEFAULT):
+    """(labels - predictions)², weighted and reduced (see compute_weighted_loss).
+
+    >>> import flowgrad as tf
+    >>> tf.losses.mean_squared_error(tf.tensor([1, 2]), tf.tensor([2, 4])).print()
+    Tensor
+        2.5
+    """
+    y, p = _pair(labels, predictions, "mean_squared_error", "meanSquaredError",
+                 ("labels", "predictions"))
+    return _weighted(squared_difference(y, p), weights, reduction, "mean_squared_error")
+
+
+@export(namespace="losses")
+def cosine_distance(labels, predictions, axis, weights=None, reduction=_DEFAULT):
+    """1 - sum(labels·predictions) along ``axis`` (kept, with length 1): the cosine
+    distance of unit vectors. As in TF.js the inputs are not normalized: give unit vectors.
+
+    >>> import flowgrad as tf
+    >>> tf.losses.cosine_distance(tf.tensor([[1, 0]]), tf.tensor([[0.5, 0.5]]), 1).print()
+    Tensor
+        0.5
+    """
+    fn = "cosine_distance"
+    y, p = _pair(labels, predictions, fn, "cosineDistance", ("labels", "predictions"))
+    a = norm_axis(axis, y.rank, fn)
+    return _weighted(1 - (y * p).sum(a, True), weights, reduction, fn)
+
+
+@export(namespace="losses")
+def hinge_loss(labels, predictions, weights=None, reduction=_DEFAULT):
+    """max(0, 1 - y·predictions) with labels in {0, 1} mapped to y in {-1, 1}.
+
+    >>> import flowgrad as tf
+    >>> tf.losses.hinge_loss(tf.tensor([0, 1]), tf.tensor([-2, 0.5])).print()
+    Tensor
+        0.25
+    """
+    y, p = _pair(labels, predictions, "hinge_loss", "hingeLoss", ("labels", "predictions"))
+    return _weighted(relu(1 - (y * 2 - 1) * p), weights, reduction, "hinge_loss")
+
+
+@export(namespace="losses")
+def huber_loss(labels, predictions, weights=None, delta=1.0, reduction=_DEFAULT):
+    """0.5·e² where e = |predictions - labels| <= delta, delta·(e - 0.5·delta) beyond.
+
+    >>> import flowgrad as tf
+    >>> tf.losses.huber_loss(tf.tensor([0, 0]), tf.tensor([0.5, 3])).print()
+    Tensor
+        1.3125
+    """
+    fn = "huber_loss"
+    y, p = _pair(labels, predictions, fn, "huberLoss", ("labels", "predictions"))
+    delta = _number(delta, "delta", fn, 0, lo_ok=False)
+    err = (p - y).abs()
+    quadratic = minimum(err, delta)
+    losses = quadratic.square() * 0.5 + (err - quadratic) * delta
+    return _weighted(losses, weights, reduction, fn)
+
+
+@export(namespace="losses")
+def log_loss(labels, predictions, weights=None, epsilon=1e-7, reduction=_DEFAULT):
+    """-labels·log(predictions + ε) - (1 - labels)·log(1 - predictions + ε), for
+    predictions that are probabilities.
+
+    >>> import flowgrad as tf
+    >>> tf.losses.log_loss(tf.tensor([1, 0]), tf.tensor([0.5, 0.5]), epsilon=0).print()
+    Tensor
+        0.6931471824645996
+    """
+    fn = "log_loss"
+    y, p = _pair(labels, predictions, fn, "logLoss", ("labels", "predictions"))
+    eps = _number(epsilon, "epsilon", fn, 0)
+    losses = -(y * (p + eps).log()) - (1 - y) * (1 - p + eps).log()
+    return _weighted(losses, weights, reduction, fn)
+
+
+@export(namespace="losses")
+def sigmoid_cross_entropy(multi_class_labels, logits, weights=None, label_smoothing=0,
+                          reduction=_DEFAULT):
+    """Cross entropy of sigmoid(logits) against labels z, from the logits:
+    max(x, 0) - x·z + log(1 + exp(-|x|)) = softplus(x) - x·z, which never overflows.
+
+    label_smoothing s moves the labels toward 1/2: z·(1 - s) + s/2.
+
+    >>> import flowgrad as tf
+    >>> tf.losses.sigmoid_cross_entropy(tf.tensor([1, 0]), tf.tensor([0, 0])).print()
+    Tensor
+        0.6931471824645996
+    """
+    fn = "sigmoid_cross_entropy"
+    z, x = _pair(multi_class_labels, logits, fn, "sigmoidCrossEntropy",
+                 ("multi_class_labels", "logits"))
+    s = _number(label_smoothing, "label_smoothing", fn, 0, hi=1)
+    if s > 0:
+        z = z * (1 - s) + 0.5 * s
+    return _weighted(softplus(x) - x * z, weights, reduction, fn)
+
+
+@export(namespace="losses")
+def softmax_cross_entropy(onehot_labels, logits, weights=None, label_smoothing=0,
+                          reduction=_DEFAULT):
+    """Cross entropy of softmax(logits) against label distributions, along the last axis:
+    -sum(labels·log_softmax(logits)), one loss per row (the leading axes).
+
+    label_smoothing s moves the labels toward uniform: labels·(1 - s) + s/num_classes.
+    Gradients: logits, softmax·sum(labels) - labels (softmax - labels for rows of labels
+    that sum to 1, TF.js's formula); labels, -log_softmax(logits) (TF.js: labels - softmax).
+
+    >>> import flowgrad as tf
+    >>> tf.losses.softmax_cross_entropy(tf.tensor([[1, 0]]), tf.tensor([[0, 0]])).print()
+    Tensor
+        0.6931471824645996
+    """
+    fn = "softmax_cross_entropy"
+    y, x = _pair(onehot_labels, logits, fn, "softmaxCrossEntropy", ("onehot_labels", "logits"))
+    if x.rank == 0:
+        raise ShapeError(f"{fn}: logits must have a class axis (rank >= 1), got a scalar")
+    s = _number(label_smoothing, "label_smoothing", fn, 0, hi=1)
+    if s > 0:
+        # NOTE: TF.js divides by shape[1], the class count only for rank 2; the classes
+        # are the last axis (the softmax axis) at every rank
+        y = y * (1 - s) + s / x.shape[-1]
+    losses = -(y * log_softmax(x, -1)).sum(-1)
+    return _weighted(losses, weights, reduction, fn)
