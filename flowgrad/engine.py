@@ -85,8 +85,8 @@ class Primitive:
 
 class Node:
     """A recorded op application: what backprop needs to run the rule of ``prim``."""
-    __slots__ = ("prim", "inputs", "attrs", "out", "sess", "nout", "metas", "pos",
-                 "__weakref__")
+    __slots__ = ("prim", "inputs", "attrs", "out", "sess", "nout", "metas", "pos", "site",
+                 "__weakref__")     # site: where the user called the op (debug modes only)
 
     def __repr__(self):
         return f"<node {self.prim.name} of {len(self.inputs)} inputs>"
@@ -339,6 +339,9 @@ def run_kernel(prim, inputs, attrs=None):
     return ys
 
 
+on_record = None        # debug seam: fn(node) for nodes recorded outside run_kernel
+
+
 def record(prim, inputs, outputs, attrs=None, saved=None):
     """Record an already computed application (custom gradients); returns the node or None."""
     if not _recording or not inputs:
@@ -353,6 +356,8 @@ def record(prim, inputs, outputs, attrs=None, saved=None):
     n.pos = len(_session.nodes)
     _session.nodes.append(n)
     outputs._node = n
+    if on_record is not None:
+        on_record(n)
     return n
 
 

@@ -75,7 +75,8 @@ def _unconnected(xs, connected, recorded, api, names):
     msg = (f"{head}\n  {api}: {which} {'is' if len(missing) == 1 else 'are'} not connected to "
            f"f's output ({why}). f must compute its result from its inputs inside f: a tensor "
            f"computed from x before calling {api.split('(')[0]} is a constant, and "
-           f"stop_gradient() cuts the path. Pass allow_unconnected=True to get zeros instead.")
+           f"stop_gradient() cuts the path. tf.debug.explain_gradient(f, x) shows where the "
+           f"path breaks; pass allow_unconnected=True to get zeros instead.")
     return UnconnectedGradientError(msg)
 
 
@@ -333,7 +334,11 @@ def _variable_pass(f, train):
 
 # ---------------------------------------------------------------- custom gradients
 
-def _custom_vjp(dy, *inputs, grad_func, saved, name, arity):
+def _no_save(tensors):
+    pass
+
+
+def _custom_vjp(dy, *inputs, grad_func, saved, name, arity, forward):
     return grad_func(dy, saved) if arity is None or arity >= 2 else grad_func(dy)
 
 
@@ -392,11 +397,14 @@ def custom_grad(f):
             return value
         y = E.make_tensor(value._array())
         E.share_buffer(value, y)
+        # "forward" lets gradient checks compare grad_func with differences of f
         E.record(_CUSTOM, xs, y, {"grad_func": grad_func, "saved": saved, "name": name,
-                                  "arity": _arity(grad_func)})
+                                  "arity": _arity(grad_func),
+                                  "forward": lambda *ts: _parse_custom(f(*ts, _no_save))[0]})
         return y
 
-    op.__name__ = name
+    op.__name__ = op.__qualname__ = name
+    op.__code__ = op.__code__.replace(co_name=name, co_qualname=name)   # named in debug reports
     op.__doc__ = f.__doc__
     return op
 

@@ -8,12 +8,22 @@ when an outer gradient function is recording, this sweep is itself recorded: hig
 Saved outputs are handed to rules as fresh tensors attached to the same node, so they stay
 connected to the inputs (TF.js hands out disconnected clones and loses exp'', tanh'' ...).
 """
+import weakref
+
 from . import dtypes
 from . import engine as E
 from .errors import GradientError, ShapeError
 
 # flowgrad ops used by the sweep; bound by flowgrad.ops once the op table exists
 _ops = None
+
+# Debugging seams (flowgrad.debug). Empty or None unless a debug feature is on, so the sweep
+# pays one truthiness test per node for them.
+node_hooks = weakref.WeakKeyDictionary()   # node -> {output index: [fn]}: tensor.register_hook
+source_hooks = {}                          # id(x) -> (weakref to x, [fn]): tf.debug.on_gradient
+dx_hook = None                             # fn(node, i, input, dx, dy) -> dx: every gradient
+y_hook = None                              # fn(y): the output a backward pass starts from
+current_node = None                        # the node whose rule is running
 
 
 def bind_ops(ns):
@@ -29,7 +39,7 @@ def _shape_str(shape):
 def _input_name(prim, i):
     names = prim.arg_names
     if prim.strict or i >= len(names) or names[0] in ("tensors", "args"):
-        return str(i)
+        return f"input {i}" if prim.strict else str(i)
     return names[i]
 
 
@@ -181,6 +191,8 @@ def backprop(y, dy, xs, sess, batch=False):
     of an identity for a jacobian), and every gradient keeps it. Raises NotBatchable, before
     computing anything, if some rule on the path cannot take a batch.
     """
+    if y_hook is not None:
+        y_hook(y)
     src = {}
     for x in xs:
         src[id(x)] = x
@@ -207,9 +219,26 @@ def backprop(y, dy, xs, sess, batch=False):
             _sweep(order, grads, gsrc, src, needs, lead)
         finally:
             E.exit_backward()
+    if source_hooks:
+        for k in list(gsrc):
+            entry = source_hooks.get(k)
+            if entry is not None and entry[0]() is src.get(k):
+                gsrc[k] = _run_hooks(entry[1], gsrc[k])
     out = [gsrc.get(id(x)) for x in xs]
     connected = [id(x) in seen for x in xs]
     return out, connected
+
+
+def _run_hooks(fns, g):
+    for fn in list(fns):
+        r = fn(g)
+        if r is not None:
+            if not isinstance(r, E._T) or r.shape != g.shape:
+                raise GradientError(f"A gradient hook must return None or a tensor of the "
+                                    f"gradient's shape {g.shape}, got "
+                                    f"{getattr(r, 'shape', type(r).__name__)}")
+            g = r
+    return g
 
 
 def _count_error(prim, ins, r):
@@ -224,12 +253,16 @@ def _count_error(prim, ins, r):
 
 
 def _sweep(order, grads, gsrc, src, needs, lead=()):
+    global current_node
     add = _ops.add
     T = E._T
     for n in reversed(order):
         g = grads.pop(n, None)
         if g is None:
             continue
+        if node_hooks and n in node_hooks:
+            g = _node_hook(n, g)
+        current_node = n
         prim = n.prim
         if n.nout > 1:
             g = [gi if gi is not None else _ops.zeros(lead + shape, dt)
@@ -256,6 +289,8 @@ def _sweep(order, grads, gsrc, src, needs, lead=()):
             if type(dx) is not T or dx.dtype != t.dtype or \
                     dx.shape != (lead + t.shape if lead else t.shape):
                 dx = _fix_grad(dx, t, n, i, lead)
+            if dx_hook is not None:
+                dx = dx_hook(n, i, t, dx, g)
             k = id(t)
             if k in src:
                 old = gsrc.get(k)
@@ -271,6 +306,14 @@ def _sweep(order, grads, gsrc, src, needs, lead=()):
                     lst = grads[m] = [None] * m.nout
                 j = t._idx
                 lst[j] = dx if lst[j] is None else add(lst[j], dx)
+
+
+def _node_hook(n, g):
+    hooks = node_hooks[n]
+    if n.nout == 1:
+        return _run_hooks(hooks.get(0, ()), g)
+    return [gi if gi is None or j not in hooks else _run_hooks(hooks[j], gi)
+            for j, gi in enumerate(g)]
 
 
 def check_dy_shape(dy_shape, y_shape, prefix):

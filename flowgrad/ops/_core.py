@@ -63,6 +63,8 @@ def run(prim, *inputs, **attrs):
 
 def _finish(public, prim, kernel, opname, method):
     public.__name__ = public.__qualname__ = opname
+    # frames then show the op's name (debug reports name the public op from the stack)
+    public.__code__ = public.__code__.replace(co_name=opname, co_qualname=opname)
     public.__doc__ = kernel.__doc__
     public.__module__ = kernel.__module__
     public.prim = prim

@@ -1,0 +1,16 @@
+"""``tf.debug``: gradient checks, the origin of NaNs and Infs, why a gradient is missing,
+and gradient hooks. Nothing here costs anything until it is used."""
+from .explain import Explanation, InputExplanation, explain_gradient
+from .gradcheck import (Culprit, GradCheckError, GradCheckReport, InputCheck,
+                        check_custom_grad, check_grads)
+from .hooks import HookHandle, on_gradient, register_hook
+from .numerics import (Finding, NumericsError, NumericsWarning, check_numerics,
+                       disable_debug_mode, enable_debug_mode)
+from .numerics import _from_environment
+
+_from_environment()
+
+__all__ = ["Culprit", "Explanation", "Finding", "GradCheckError", "GradCheckReport",
+           "HookHandle", "InputCheck", "InputExplanation", "NumericsError", "NumericsWarning",
+           "check_custom_grad", "check_grads", "check_numerics", "disable_debug_mode",
+           "enable_debug_mode", "explain_gradient", "on_gradient", "register_hook"]

@@ -1,0 +1,103 @@
+"""Gradient hooks: observe or replace the gradient reaching a tensor or a variable.
+
+``t.register_hook(fn)`` (t computed inside a gradient function, or one of its inputs) and
+``tf.debug.on_gradient(variable, fn)`` call ``fn(grad)`` with the whole gradient of that
+tensor during the backward pass; a returned tensor replaces it. Both return a handle with
+``remove()``.
+"""
+import weakref
+
+from .. import tape
+from ..errors import ArgumentError
+from ..tensor import Tensor
+
+
+class HookHandle:
+    """Returned by register_hook / on_gradient: ``handle.remove()`` detaches the hook."""
+
+    def __init__(self, table, key, index, fn):
+        self._table, self._key, self._index, self._fn = table, key, index, fn
+
+    def remove(self):
+        entry = self._table.get(self._key)
+        if entry is None:
+            return
+        fns = entry.get(self._index, []) if isinstance(entry, dict) else entry[1]
+        if self._fn in fns:
+            fns.remove(self._fn)
+        if not fns:
+            if isinstance(entry, dict):
+                entry.pop(self._index, None)
+                if not entry:
+                    self._table.pop(self._key, None)
+            else:
+                self._table.pop(self._key, None)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.remove()
+        return False
+
+
+def _check_fn(fn):
+    if not callable(fn):
+        raise ArgumentError(f"a gradient hook must be callable, got {type(fn).__name__}")
+
+
+def register_hook(self, fn):
+    """Call ``fn(grad)`` with this tensor's gradient in every backward pass through it; a
+    returned tensor replaces the gradient. For a tensor computed inside a gradient function
+    (recorded), or a tensor differentiated against (an input, a variable).
+
+    >>> import flowgrad as tf
+    >>> seen = []
+    >>> def f(x):
+    ...     y = x * 3
+    ...     y.register_hook(lambda g: seen.append(g.item()))
+    ...     return y * y
+    >>> tf.grad(f)(tf.scalar(1.0)).item(), seen
+    (18.0, [6.0])
+    """
+    _check_fn(fn)
+    n = self._node
+    if n is not None and n.sess is not None and n.sess.alive and n.inputs:
+        hooks = tape.node_hooks.setdefault(n, {})
+        idx = getattr(self, "_idx", 0) if n.nout > 1 else 0
+        hooks.setdefault(idx, []).append(fn)
+        return HookHandle(tape.node_hooks, n, idx, fn)
+    return _source_hook(self, fn)
+
+
+def _source_hook(t, fn):
+    entry = tape.source_hooks.get(id(t))
+    if entry is None or entry[0]() is not t:
+        key = id(t)
+
+        def forget(_, key=key):
+            tape.source_hooks.pop(key, None)
+        entry = tape.source_hooks[id(t)] = (weakref.ref(t, forget), [])
+    entry[1].append(fn)
+    return HookHandle(tape.source_hooks, id(t), None, fn)
+
+
+def on_gradient(variable, fn):
+    """Call ``fn(grad)`` whenever a gradient with respect to ``variable`` is computed
+    (``variable_grads``, ``minimize``, ``grad``...); a returned tensor replaces it.
+
+    >>> import flowgrad as tf
+    >>> w = tf.variable(tf.scalar(2.0), name="w_hook_doc")
+    >>> handle = tf.debug.on_gradient(w, lambda g: g * 0)        # freeze w
+    >>> tf.variable_grads(lambda: w.square()).grads[w].item()
+    0.0
+    >>> handle.remove(); w.dispose()
+    """
+    if not isinstance(variable, Tensor):
+        raise ArgumentError(f"on_gradient() takes a Variable (or a tensor), got "
+                            f"{type(variable).__name__}")
+    _check_fn(fn)
+    return _source_hook(variable, fn)
+
+
+Tensor.register_hook = register_hook

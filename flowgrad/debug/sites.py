@@ -1,0 +1,102 @@
+"""Where the user called an op: the first stack frame outside the flowgrad package, and
+the public op it called (the outermost flowgrad frame below it). Only debug features walk
+the stack; plain runs never do."""
+import linecache
+import os
+import sys
+from dataclasses import dataclass
+
+from .. import engine as E
+
+_PKG = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
+
+
+@dataclass(frozen=True)
+class Site:
+    """A user source line and the public flowgrad function called there."""
+    op: str
+    filename: str
+    lineno: int
+    line: str
+
+    def __str__(self):
+        return f"{self.filename}:{self.lineno}: {self.line}" if self.line else \
+            f"{self.filename}:{self.lineno}"
+
+
+def internal(filename):
+    return filename.startswith(_PKG)
+
+
+def capture(depth=1):
+    """The Site of the user's call that is running now (None if flowgrad called itself)."""
+    f = sys._getframe(depth)
+    outer = None
+    while f is not None and internal(f.f_code.co_filename):
+        outer = f
+        f = f.f_back
+    if f is None:
+        return None
+    name = outer.f_code.co_name if outer is not None else "?"
+    fn = f.f_code.co_filename
+    return Site(name, fn, f.f_lineno, linecache.getline(fn, f.f_lineno).strip())
+
+
+def node_site(node):
+    return getattr(node, "site", None)
+
+
+def op_name(node):
+    """The public name of the op that recorded ``node`` (its kernel name if unknown)."""
+    site = node_site(node)
+    if site is not None and site.op not in ("?", "run_kernel", "run"):
+        return site.op
+    attrs = node.attrs or {}
+    return attrs.get("name") or node.prim.name
+
+
+# ---------------------------------------------------------------- the instrumented entry
+
+_plain = E.run_kernel
+_checkers = []          # callables (prim, inputs, attrs, out) -> None, run after each kernel
+_sites = 0              # > 0 while some feature wants sites recorded on nodes
+
+
+def _instrumented(prim, inputs, attrs=None):
+    out = _plain(prim, inputs, attrs)
+    if _sites and E._recording and inputs:
+        first = out[0] if isinstance(out, tuple) else out
+        n = first._node
+        if n is not None and getattr(n, "site", None) is None:
+            n.site = capture(1)
+    for check in _checkers:
+        check(prim, inputs, attrs, out)
+    return out
+
+
+def _on_record(node):
+    if getattr(node, "site", None) is None:
+        node.site = capture(1)
+
+
+def _install():
+    E.run_kernel = _instrumented if (_sites or _checkers) else _plain
+    E.on_record = _on_record if _sites else None
+
+
+def want_sites(on):
+    """Record user sites on nodes while ``on`` (nestable)."""
+    global _sites
+    _sites += 1 if on else -1
+    _install()
+
+
+def add_checker(fn):
+    _checkers.append(fn)
+    _install()
+
+
+def remove_checker(fn):
+    if fn in _checkers:
+        _checkers.remove(fn)
+    _install()
