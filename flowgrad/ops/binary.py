@@ -6,7 +6,7 @@ taking ``needs`` skip the gradient of an input that does not lead to an x.
 """
 from .. import dtypes
 from .. import engine as E
-from ..errors import ArgumentError, ShapeError
+from ..errors import ArgumentError, DtypeError, ShapeError
 from ._core import as_tensor, binary, binary_args, export, primitive
 from .logical import where
 
@@ -232,6 +232,56 @@ def _(dy, x, alpha, needs):
         (where(pos, 0, dy * x) if needs[1] else None)
 
 
+@binary("DivNoNan", policy="numeric")
+def div_no_nan(B, a, b):
+    """a / b, but 0 where b is 0 (even for a = 0 or NaN). Two int32 tensors divide with
+    floor, as div. Differentiable, with a zero gradient where b is 0 (TF.js's throws).
+
+    >>> import flowgrad as tf
+    >>> tf.div_no_nan(tf.tensor([1, 2, 3]), tf.tensor([2, 0, 0])).print()
+    Tensor
+        [0.5, 0, 0]
+    """
+    zero = b == 0
+    safe = B.where(zero, b.dtype.type(1), b)
+    q = B.floor_divide(a, safe) if a.dtype.kind == "i" else a / safe
+    return B.where(zero, q.dtype.type(0), q)
+
+
+@div_no_nan.vjp
+def _(dy, a, b, needs):
+    # NOTE: written with div_no_nan itself, never with 1/b: no Inf or NaN appears at b = 0,
+    # at any order (a where() over a/b would still send 0 * Inf = NaN to b)
+    da = div_no_nan(dy, b)
+    return (da if needs[0] else None), (-div_no_nan(da * a, b) if needs[1] else None)
+
+
+@primitive("BitwiseAnd")
+def _bitwise_and(B, a, b):
+    return B.bitwise_and(a, b)
+
+
+@export(method=False)
+def bitwise_and(x, y):
+    """The bitwise AND of two int32 tensors of one shape (not differentiable).
+
+    >>> import flowgrad as tf
+    >>> x = tf.tensor([0, 5, 3, 14], dtype="int32")
+    >>> tf.bitwise_and(x, tf.tensor([5, 0, 7, 11], dtype="int32")).print()
+    Tensor
+        [0, 0, 3, 10]
+    """
+    x = as_tensor(x, "bitwise_and", "x")
+    y = as_tensor(y, "bitwise_and", "y")
+    if x.shape != y.shape:
+        raise ShapeError(f"BitwiseAnd: Tensors must have the same shape. x: {list(x.shape)}, "
+                         f"y: {list(y.shape)}")
+    if x.dtype != dtypes.int32 or y.dtype != dtypes.int32:
+        raise DtypeError(f"BitwiseAnd: Only supports 'int32' values in tensor, found type of "
+                         f"x: {x.dtype} and type of y: {y.dtype} (cast with .cast('int32'))")
+    return E.run_kernel(_bitwise_and, (x, y))
+
+
 # ---------------------------------------------------------------- n-ary
 
 @primitive("AddN")
@@ -273,4 +323,5 @@ def add_n(tensors):
 
 
 __all__ = ["add", "sub", "mul", "div", "floor_div", "mod", "pow", "maximum", "minimum",
-           "squared_difference", "atan2", "prelu", "add_n", "binary_args"]
+           "squared_difference", "atan2", "prelu", "div_no_nan", "bitwise_and", "add_n",
+           "binary_args"]

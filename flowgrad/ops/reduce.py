@@ -4,6 +4,7 @@
 from .. import dtypes
 from .. import engine as E
 from ..errors import ArgumentError, ShapeError
+from ..names import Result
 from ._core import as_float, as_tensor, export, norm_axes, norm_axis, primitive
 from .logical import where
 from .shape import broadcast_to, concat, reshape, reverse, slice, stop_gradient, transpose
@@ -368,3 +369,36 @@ def _matrix_norm(x, ord, axes):
         return x.abs().sum(a1, True).max(a0, True).squeeze(list(axes))
     raise ArgumentError(f"Error in norm: invalid ord {ord!r} for a matrix norm (use 'fro', "
                         f"'euclidean', 1 or inf)")
+
+
+@export
+def euclidean_norm(x, axis=None, keep_dims=False):
+    """The Euclidean norm: of all entries (axis None), of vectors along one axis, or the
+    Frobenius norm of matrices over two axes. ``norm(x, 'euclidean', axis, keep_dims)``.
+
+    >>> import flowgrad as tf
+    >>> tf.euclidean_norm(tf.tensor([[3, 4], [0, 12]]), 1).print()
+    Tensor
+        [5, 12]
+    """
+    return norm(x, "euclidean", axis, keep_dims)
+
+
+@export(method=False)
+def moments(x, axis=None, keep_dims=False):
+    """The mean and the (population) variance over ``axis`` (all axes when None), as
+    ``(mean, variance)`` (also ``r.mean``, ``r["variance"]``, as TF.js's object).
+
+    >>> import flowgrad as tf
+    >>> mean, variance = tf.moments(tf.tensor([1, 2, 3, 4]))
+    >>> print(mean.item(), variance.item())
+    2.5 1.25
+    """
+    x = as_float(x, "moments")
+    axes = norm_axes(axis, x.rank, "moments")
+    _check_nonempty(x, axes, "moments")
+    m = x.mean(axes, True)
+    variance = x.squared_difference(m).mean(axes, keep_dims)
+    if not keep_dims:
+        m = reshape(m, tuple(s for i, s in enumerate(x.shape) if i not in axes))
+    return Result(mean=m, variance=variance)
