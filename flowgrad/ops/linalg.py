@@ -1,9 +1,18 @@
-"""Matrix products: mat_mul (batched, broadcasting batch axes, optional transposes),
-dot and outer_product."""
+"""Linear algebra: mat_mul (batched, broadcasting batch axes, optional transposes), dot,
+outer_product, einsum (differentiable, '...' and diagonals), and tf.linalg's qr and
+gram_schmidt, both differentiable (TF.js's are not).
+"""
+import string
+
+import numpy as np
+
+from .. import dtypes
 from .. import engine as E
-from ..errors import ShapeError
-from ._core import binary_args, export, primitive
-from .shape import reshape
+from ..errors import ArgumentError, GradientError, ShapeError
+from ._core import as_float, as_numeric, binary_args, cast, export, primitive
+from .creation import eye, ones, tensor
+from .reduce import norm
+from .shape import concat, reshape, stack, transpose, unstack
 
 
 @primitive("BatchMatMul")
@@ -105,3 +114,302 @@ def outer_product(v1, v2):
                          f"{v1.rank} and {v2.rank}.")
     return mat_mul(reshape(v1, (v1.shape[0], 1)), reshape(v2, (1, v2.shape[0])))
 
+
+
+# ---------------------------------------------------------------- einsum
+
+_LABELS = string.ascii_letters
+
+
+def _einsum_plan(equation, shapes):
+    """The canonical equation for operands of ``shapes``: letters only, explicit output,
+    '...' replaced by unused letters (right-aligned: its axes broadcast as in NumPy).
+    Checks the labels' lengths on the way."""
+    if not isinstance(equation, str):
+        raise ArgumentError(f"einsum: equation must be a string like 'ij,jk->ik', got "
+                            f"{type(equation).__name__}")
+    eq = "".join(equation.split())
+    if eq.count("->") > 1:
+        raise ArgumentError(f'einsum: Equation must contain exactly one arrow ("->"), got '
+                            f'{equation!r}')
+    lhs, out = eq.split("->") if "->" in eq else (eq, None)
+    terms = lhs.split(",")
+    if len(terms) != len(shapes):
+        raise ArgumentError(f"einsum: Expected {len(terms)} input tensors, received "
+                            f"{len(shapes)} (equation {equation!r})")
+    for t in terms + ([out] if out is not None else []):
+        if any(c not in _LABELS for c in t.replace("...", "", 1)):
+            raise ArgumentError(f"einsum: invalid subscripts {t!r} in {equation!r}: use the "
+                                f"letters a-z and A-Z, and at most one '...' per operand")
+    free = [c for c in _LABELS if c not in eq]
+    ells = []
+    for i, (t, s) in enumerate(zip(terms, shapes)):
+        named = len(t) - 3 * ("..." in t)
+        if len(s) != named and not ("..." in t and len(s) > named):
+            raise ShapeError(f"einsum: operand {i} has shape {list(s)} (rank {len(s)}) but its "
+                             f"subscripts {t!r} name {named} axes" +
+                             ("" if "..." in t else "; add '...' to broadcast over the rest"))
+        ells.append(len(s) - named)
+    nell = max(ells, default=0)
+    if nell > len(free):
+        raise ArgumentError(f"einsum: {equation!r} needs more than {len(_LABELS)} labels")
+    ell = "".join(free[:nell])
+    terms = [t.replace("...", ell[nell - k:]) for t, k in zip(terms, ells)]
+    sizes = {}
+    for i, (t, s) in enumerate(zip(terms, shapes)):
+        for c, n in zip(t, s):
+            old = sizes.setdefault(c, n)
+            if old == n:
+                continue
+            if c in ell and 1 in (old, n):        # '...' axes broadcast
+                sizes[c] = max(old, n)
+            elif c in ell:
+                raise ShapeError(f"einsum: the '...' axes of the operands do not broadcast "
+                                 f"(shapes {[list(x) for x in shapes]}, equation {equation!r})")
+            else:
+                raise ShapeError(f"einsum: label '{c}' has size {old} in one operand and {n} "
+                                 f"in operand {i} (shape {list(s)}): a label names one length "
+                                 f"(equation {equation!r})")
+    if out is None:      # implicit output: '...' then the labels used once, sorted
+        once = "".join(terms)
+        out = ell + "".join(sorted(c for c in set(once) if once.count(c) == 1 and c not in ell))
+    else:
+        for c in out.replace("...", ""):
+            if c not in lhs:
+                raise ArgumentError(f"einsum: Output subscripts contain the label {c} not "
+                                    f"present in the input subscripts.")
+        if len(set(out)) != len(out.replace("...", ".")):
+            raise ArgumentError(f"einsum: the output subscripts {out!r} repeat a label")
+        # NOTE: '...' axes missing from the output are summed, like any other label
+        out = out.replace("...", ell)
+    return ",".join(terms) + "->" + out
+
+
+@primitive("Einsum", batch=True)
+def _einsum(B, *operands, equation):
+    out = B.asarray(B.einsum(equation, *operands, optimize=len(operands) > 1))
+    if any(B.may_share_memory(out, a) for a in operands):
+        out = out.copy()          # NumPy returns views for transposes and diagonals
+    return out.astype(operands[0].dtype, copy=False)
+
+
+@_einsum.def_vjp
+def _(dy, *operands, equation, needs):
+    # The gradient of operand k is an einsum of dy with the other operands, onto k's labels.
+    lhs, out = equation.split("->")
+    terms = lhs.split(",")
+    free = iter(c for c in _LABELS if c not in equation)
+    lead = "".join(next(free) for _ in range(dy.rank - len(out)))   # vectorised passes
+    grads = []
+    for k, term in enumerate(terms):
+        if not needs[k]:
+            grads.append(None)
+            continue
+        ops = [dy] + [a for j, a in enumerate(operands) if j != k]
+        subs = [lead + out] + [t for j, t in enumerate(terms) if j != k]
+        target = ""
+        for c, n in zip(term, operands[k].shape):
+            if c in target:       # a repeated label (a diagonal): scatter onto it
+                d = next(free)
+                target += d
+                ops.append(eye(n, dtype=dy.dtype))
+                subs.append(c + d)
+            else:
+                target += c
+        seen = "".join(subs)
+        for c, n in zip(term, operands[k].shape):
+            if c not in seen:     # summed in operand k alone: dy broadcasts along it
+                ops.append(ones([n], dy.dtype))
+                subs.append(c)
+                seen += c
+        # straight to the kernel: the equation is canonical and its '...' labels may
+        # broadcast (length 1 against n), which the public einsum allows only for '...'
+        grads.append(E.run_kernel(_einsum, tuple(ops),
+                                  {"equation": ",".join(subs) + "->" + lead + target}))
+    return grads
+
+
+@export(method=False)
+def einsum(equation, *tensors):
+    """Tensor contraction in Einstein notation, as NumPy's ``einsum``, and differentiable.
+
+    Labels name axes; a label missing from the output is summed; a label repeated within
+    one operand takes its diagonal; ``...`` stands for the remaining (broadcast) axes.
+    Without ``->`` the output is ``...`` then the labels used once, sorted. Beyond TF.js
+    (whose einsum has no gradient, takes at most two operands and no ``...``).
+
+    >>> import flowgrad as tf
+    >>> a = tf.tensor([[1, 2], [3, 4]])
+    >>> tf.einsum("ij,jk->ik", a, a).print()
+    Tensor
+        [[7 , 10],
+         [15, 22]]
+    >>> tf.einsum("ii", a).print()
+    Tensor
+        5
+    """
+    if not tensors:
+        raise ArgumentError(f"einsum: no input tensors given for {equation!r}")
+    ts = [as_numeric(t, "einsum", f"tensors[{i}]") for i, t in enumerate(tensors)]
+    dt = ts[0].dtype
+    for t in ts[1:]:
+        dt = dtypes.promote(dt, t.dtype)
+    ts = tuple(t if t.dtype == dt else cast(t, dt) for t in ts)
+    eq = _einsum_plan(equation, [t.shape for t in ts])
+    return E.run_kernel(_einsum, ts, {"equation": eq})
+
+
+# ---------------------------------------------------------------- solve (for QR's rule)
+
+def _mT(x):
+    """x with its last two axes swapped."""
+    perm = list(range(x.rank))
+    perm[-2:] = perm[-1], perm[-2]
+    return transpose(x, perm)
+
+
+@primitive("MatrixSolve", save_y=True)
+def _solve(B, a, b):
+    return B.linalg.solve(a, b)
+
+
+@_solve.def_vjp
+def _(dx, a, b, x, needs):
+    db = E.run_kernel(_solve, (_mT(a), dx))        # x = a⁻¹b: db = a⁻ᵀdx, da = -db·xᵀ
+    return (-mat_mul(db, x, False, True) if needs[0] else None), db
+
+
+def _solve_right_t(c, r):
+    """c·r⁻ᵀ (r square, invertible)."""
+    return _mT(E.run_kernel(_solve, (r, _mT(c))))
+
+
+# ---------------------------------------------------------------- QR
+
+@primitive("Qr", multi=True, save_y=True)
+def _qr(B, x, full_matrices):
+    q, r = B.linalg.qr(x, mode="complete" if full_matrices else "reduced")
+    _, tau = B.linalg.qr(x, mode="raw")
+    # TF.js's Householder QR gives r[j, j] the sign opposite to its pivot at every step.
+    # LAPACK does too, except where the column below the pivot is already zero (tau = 0:
+    # no reflection; always the last step of a square or wide matrix) and where the pivot
+    # is exactly 0 (tau = 1): there TF.js's row j of r and column j of q are negated.
+    # NOTE: after an exactly zero pivot TF.js's reflector differs from LAPACK's, so the
+    # signs of later rows can differ from TF.js's (still a valid QR); an all-zero column
+    # (rank deficient) gives NaN in TF.js, a valid factorization here.
+    k = tau.shape[-1]
+    beta = B.diagonal(r, axis1=-2, axis2=-1)[..., :k]
+    d = B.where(((tau == 0) | (tau == 1)) & (beta != 0), -1, 1).astype(x.dtype)
+    q = q.copy()
+    q[..., :, :k] *= d[..., None, :]
+    r = r * B.concatenate([d, B.ones(r.shape[:-2] + (r.shape[-2] - k,), x.dtype)],
+                          axis=-1)[..., :, None]
+    return q.astype(x.dtype, copy=False), r.astype(x.dtype, copy=False)
+
+
+def _tril(x):
+    n = x.shape[-1]
+    return x * tensor(np.tril(np.ones((n, n))), dtype=x.dtype)
+
+
+def _qr_grad_tall(q, r, dq, dr):
+    # The reduced QR backward for m >= n (r square, invertible):
+    #   dx = (dq + q·copyltu(M))·r⁻ᵀ with M = r·drᵀ - dqᵀ·q,
+    # written as TF's QrGrad does: q·(dr + tril(qᵀdq - dqᵀq + r drᵀ - dr rᵀ)·r⁻ᵀ)
+    #   + (dq - q·qᵀdq)·r⁻ᵀ; the second term is the part of dq outside q's span.
+    qdq = mat_mul(q, dq, True, False)
+    rdr = mat_mul(r, dr, False, True)
+    low = _tril(qdq - _mT(qdq) + rdr - _mT(rdr))
+    return mat_mul(q, dr + _solve_right_t(low, r)) + _solve_right_t(dq - mat_mul(q, qdq), r)
+
+
+@_qr.def_vjp
+def _(dys, x, q, r, full_matrices):
+    dq, dr = dys
+    m, n = x.shape[-2:]
+    if full_matrices and m > n:
+        # the last m - n columns of a full q are any orthonormal basis of the complement of
+        # x's columns: not a function of x. Only r and q's first n columns are.
+        if (dq[..., :, n:].abs().max().item() if dq.size else 0) != 0:
+            raise GradientError(
+                f"qr(x, full_matrices=True) of a {m}x{n} matrix (m > n) is not differentiable "
+                f"with respect to q's last {m - n} columns: they are any orthonormal basis of "
+                f"the complement of x's columns, not a function of x. Use full_matrices=False "
+                f"(q of shape [{m}, {n}]), or use only q's first {n} columns.")
+        q, dq, r, dr = q[..., :, :n], dq[..., :, :n], r[..., :n, :], dr[..., :n, :]
+    if m >= n:
+        return _qr_grad_tall(q, r, dq, dr)
+    # wide: x = [a | b] with a square; q, u = qr(a) and v = qᵀb (TF's QrGrad)
+    b, u = x[..., :, m:], r[..., :, :m]
+    du, dv = dr[..., :, :m], dr[..., :, m:]
+    da = _qr_grad_tall(q, u, dq + mat_mul(b, dv, False, True), du)
+    return concat([da, mat_mul(q, dv)], -1)
+
+
+@export(namespace="linalg")
+def qr(x, full_matrices=False):
+    """The QR decomposition x = q·r of a matrix (or a batch: the last two axes), by
+    Householder reflections: q has orthonormal columns, r is upper triangular.
+
+    For x of shape [..., m, n] and k = min(m, n): q is [..., m, k] and r [..., k, n], or
+    with ``full_matrices=True`` q is [..., m, m] and r [..., m, n]. Signs follow TF.js
+    (each r[j, j] has the sign opposite to its Householder pivot). Differentiable, unlike
+    TF.js's, for every shape except the extra columns of a full q when m > n.
+
+    >>> import flowgrad as tf
+    >>> q, r = tf.linalg.qr(tf.tensor([[3.0, 1.0], [4.0, 7.0]], dtype="float64"))
+    >>> r.print()
+    Tensor
+        [[-5, -6.2],
+         [0 , -3.4]]
+    >>> bool(tf.mat_mul(q, r).sub([[3, 1], [4, 7]]).abs().max() < 1e-12)
+    True
+    """
+    x = as_float(x, "qr")
+    if x.rank < 2:
+        raise ShapeError(f"qr() requires input tensor to have a rank >= 2, but got rank "
+                         f"{x.rank}")
+    return E.run_kernel(_qr, (x,), {"full_matrices": bool(full_matrices)})
+
+
+@export(namespace="linalg")
+def gram_schmidt(xs):
+    """Orthonormalize vectors by the (modified) Gram-Schmidt process, in order.
+
+    ``xs``: a list of 1-D tensors of one length (returns a list) or a 2-D tensor whose rows
+    are the vectors (returns a 2-D tensor). Differentiable.
+
+    >>> import flowgrad as tf
+    >>> tf.linalg.gram_schmidt(tf.tensor([[3.0, 4.0], [1.0, 0.0]])).print()
+    Tensor
+        [[0.6, 0.8 ],
+         [0.8, -0.6]]
+    """
+    if isinstance(xs, (list, tuple)):
+        if not xs:
+            raise ArgumentError("Gram-Schmidt process: input must not be null, undefined, "
+                                "or empty")
+        vs = [as_float(v, "gram_schmidt", f"xs[{i}]") for i, v in enumerate(xs)]
+        for i, v in enumerate(vs):
+            if v.rank != 1:
+                raise ShapeError(f"Gram-Schmidt: xs[{i}] must be a 1-D tensor, got shape "
+                                 f"{list(v.shape)}")
+            if v.shape[0] != vs[0].shape[0]:
+                raise ShapeError(f"Gram-Schmidt: Non-unique lengths found in the input "
+                                 f"vectors: ({v.shape[0]} vs. {vs[0].shape[0]})")
+        rows = False
+    else:
+        x = as_float(xs, "gram_schmidt", "xs")
+        if x.rank != 2:
+            raise ShapeError(f"Gram-Schmidt: xs must be a list of 1-D tensors or a 2-D "
+                             f"tensor, got a tensor of rank {x.rank}")
+        vs, rows = unstack(x, 0), True
+    if len(vs) > vs[0].shape[0]:
+        raise ShapeError(f"Gram-Schmidt: Number of vectors ({len(vs)}) exceeds number of "
+                         f"dimensions ({vs[0].shape[0]}).")
+    ys = []
+    for v in vs:
+        for y in ys:          # modified Gram-Schmidt: project out of the updated v
+            v = v - (y * v).sum() * y
+        ys.append(v / norm(v))
+    return stack(ys, 0) if rows else ys

@@ -1,10 +1,23 @@
-"""Neural-network ops with fused gradient rules: softmax and log_softmax (any axis).
+"""Neural-network ops: softmax and log_softmax (any axis) with fused gradient rules, and the
+composites batch_norm (and its 2d/3d/4d forms), local_response_normalization, dropout,
+basic_lstm_cell and multi_rnn_cell.
 
-Both save their output; it reaches the rule still connected to the logits, so second
-derivatives are right (TF.js's softmax'' and logSoftmax'' are not).
+softmax and log_softmax save their output; it reaches the rule still connected to the
+logits, so second derivatives are right (TF.js's softmax'' and logSoftmax'' are not). The
+composites are made of differentiable ops, so every gradient of every order is exact.
 """
+import numpy as np
+
 from .. import engine as E
-from ._core import as_float, export, norm_axis, primitive
+from ..errors import ArgumentError, DtypeError, ShapeError
+from ..tensor import Tensor
+from ._core import FLOATS, as_float, as_int, as_number, as_tensor, export, norm_axis, primitive
+from .activations import sigmoid
+from .creation import random_uniform, tensor
+from .linalg import mat_mul
+from .logical import floor
+from .shape import clone, concat, split
+from .unary import rsqrt, tanh
 
 
 @primitive("Softmax", save_y=True)
@@ -57,3 +70,237 @@ def log_softmax(logits, axis=-1):
     if x.rank == 0:
         x = x.reshape((1,))
     return E.run_kernel(_log_softmax, (x,), {"axis": norm_axis(axis, x.rank, "log_softmax")})
+
+
+# ---------------------------------------------------------------- batch normalization
+
+def _broadcasts_to(shape, target):
+    try:
+        return np.broadcast_shapes(tuple(shape), tuple(target)) == tuple(target)
+    except ValueError:
+        return False
+
+
+@export
+def batch_norm(x, mean, variance, offset=None, scale=None, variance_epsilon=0.001):
+    """(x - mean) / sqrt(variance + variance_epsilon) * scale + offset, with the statistics
+    broadcast against x (usually shaped [channels]: the last axis).
+
+    Gradients flow to all five tensors (as in TF.js).
+
+    >>> import flowgrad as tf
+    >>> tf.batch_norm(tf.tensor([1.0, 3.0]), tf.tensor([2.0]), tf.tensor([1.0]),
+    ...               variance_epsilon=0).print()
+    Tensor
+        [-1, 1]
+    """
+    return _batch_norm(x, mean, variance, offset, scale, variance_epsilon, "batch_norm")
+
+
+def _batch_norm(x, mean, variance, offset, scale, variance_epsilon, fn, rank=None):
+    x = as_float(x, fn, "x")
+    args = {"mean": mean, "variance": variance, "offset": offset, "scale": scale}
+    ts = {k: as_float(v, fn, k) for k, v in args.items() if v is not None}
+    if rank is not None:
+        if x.rank != rank:
+            raise ShapeError(f"Error in {fn}: x must be rank {rank} but got rank {x.rank}.")
+        for k, t in ts.items():
+            if t.rank not in (rank, 1):
+                raise ShapeError(f"Error in {fn}: {k} must be rank {rank} or rank 1 but got "
+                                 f"rank {t.rank}.")
+    m = ts["mean"]
+    for k in ("variance", "offset", "scale"):
+        if k in ts and ts[k].rank != m.rank:
+            raise ShapeError(f"Batch normalization gradient requires mean and {k} to have "
+                             f"equal ranks ({fn}: mean has shape {list(m.shape)}, {k} has "
+                             f"shape {list(ts[k].shape)}).")
+    for k, t in ts.items():
+        if not _broadcasts_to(t.shape, x.shape):
+            raise ShapeError(f"{fn}: {k} of shape {list(t.shape)} does not broadcast to x's "
+                             f"shape {list(x.shape)} (give one value per channel: shape "
+                             f"[{x.shape[-1] if x.rank else 1}])")
+    eps = 0.001 if variance_epsilon is None else as_number(variance_epsilon,
+                                                           "variance_epsilon", fn)
+    inv = rsqrt(ts["variance"] + eps)
+    if "scale" in ts:
+        inv = inv * ts["scale"]
+    y = (x - m) * inv
+    return y + ts["offset"] if "offset" in ts else y
+
+
+def _batch_norm_nd(rank):
+    def bn(x, mean, variance, offset=None, scale=None, variance_epsilon=0.001):
+        return _batch_norm(x, mean, variance, offset, scale, variance_epsilon,
+                           f"batchNorm{rank}D", rank)
+    bn.__name__ = bn.__qualname__ = f"batch_norm{rank}d"
+    bn.__doc__ = f"""batch_norm for a rank-{rank} x (statistics of rank {rank} or 1).
+
+    >>> import flowgrad as tf
+    >>> tf.batch_norm{rank}d(tf.ones({[2] * rank}), tf.tensor([1.0, 1.0]),
+    ...                 tf.tensor([1.0, 1.0])).shape
+    {tuple([2] * rank)}
+    """
+    return export(bn, method=False)
+
+
+batch_norm2d, batch_norm3d, batch_norm4d = (_batch_norm_nd(r) for r in (2, 3, 4))
+
+
+# ---------------------------------------------------------------- local response norm.
+
+@export
+def local_response_normalization(x, depth_radius=5, bias=1, alpha=1, beta=0.5):
+    """x / (bias + alpha * sum of x² over a window of 2·depth_radius + 1 channels)^beta,
+    the window centred on each channel of the last axis (cut at the ends). x is of rank 3
+    or 4 (TF.js). alpha is not divided by the window size (as in TF).
+
+    >>> import flowgrad as tf
+    >>> x = tf.tensor([[[1.0, 2.0, 2.0]]], dtype="float64")
+    >>> tf.local_response_normalization(x, 1, 0, 1, 1).array_sync()   # x / window sums
+    [[[0.2, 0.2222222222222222, 0.25]]]
+    """
+    fn = "localResponseNormalization"
+    x = as_float(x, "local_response_normalization")
+    if x.rank not in (3, 4):
+        raise ShapeError(f"Error in {fn}: x must be rank 3 or 4 but got rank {x.rank}.")
+    if isinstance(depth_radius, bool) or not isinstance(depth_radius, (int, np.integer)):
+        if not (isinstance(depth_radius, (float, np.floating))
+                and float(depth_radius).is_integer()):
+            raise ArgumentError(f"Error in {fn}: depthRadius must be an integer but got "
+                                f"depthRadius {depth_radius}.")
+    r = as_int(depth_radius, "depth_radius", "local_response_normalization", 0)
+    bias = as_number(bias, "bias", "local_response_normalization")
+    alpha = as_number(alpha, "alpha", "local_response_normalization")
+    beta = as_number(beta, "beta", "local_response_normalization")
+    c = x.shape[-1]
+    # The window sums are one product with a band of ones: |i - j| <= r.
+    # NOTE: the band is c×c, fine for the channel counts LRN is used with (up to ~1000).
+    idx = np.arange(c)
+    band = tensor((np.abs(idx[:, None] - idx[None, :]) <= r).astype(np.float64), dtype=x.dtype)
+    sq = mat_mul(x * x, band)
+    return x * (sq * alpha + bias) ** -beta
+
+
+# ---------------------------------------------------------------- dropout
+
+def _noise_shape(x, noise_shape):
+    """TF.js's getNoiseShape: None entries take x's length."""
+    if noise_shape is None:
+        return x.shape
+    if isinstance(noise_shape, Tensor):
+        noise_shape = noise_shape.array_sync()
+    if not isinstance(noise_shape, (list, tuple)):
+        raise ArgumentError(f"dropout: noise_shape must be a list of integers, got "
+                            f"{type(noise_shape).__name__}")
+    if len(noise_shape) == x.rank:
+        noise_shape = [n if v is None else v for v, n in zip(noise_shape, x.shape)]
+    shape = tuple(as_int(v, f"noise_shape[{i}]", "dropout", 0)
+                  for i, v in enumerate(noise_shape))
+    if not _broadcasts_to(shape, x.shape):
+        raise ShapeError(f"dropout: noise_shape {list(shape)} does not broadcast to x's shape "
+                         f"{list(x.shape)} (use 1 for the axes that share a mask)")
+    return shape
+
+
+@export
+def dropout(x, rate, noise_shape=None, seed=None):
+    """x with each element zeroed with probability ``rate``, and the kept ones scaled by
+    1 / (1 - rate) (so the expected value is x). ``noise_shape`` (broadcast to x's shape)
+    shares a mask along axes of length 1; ``seed`` makes the mask reproducible. The
+    gradient is dy times the same mask.
+
+    >>> import flowgrad as tf
+    >>> tf.dropout(tf.ones([6]), 0.5, seed=0).print()
+    Tensor
+        [2, 0, 0, 0, 2, 2]
+    """
+    x = as_tensor(x, "dropout")
+    if x.dtype not in FLOATS:
+        raise DtypeError(f"dropout: x has to be a floating point tensor since it's going to "
+                         f"be scaled, but got a {x.dtype} tensor instead.")
+    rate = as_number(rate, "rate", "dropout")
+    if not 0 <= rate < 1:
+        raise ArgumentError(f"dropout: rate must be a float in the range [0, 1), but got "
+                            f"{rate}.")
+    shape = _noise_shape(x, noise_shape)
+    if rate == 0:
+        return clone(x)
+    keep = 1 - rate
+    # the mask as TF.js draws it: floor(u + keep) is 1 with probability keep
+    mask = floor(random_uniform(shape, 0, 1, x.dtype, seed) + keep) / keep
+    return x * mask
+
+
+# ---------------------------------------------------------------- LSTM
+
+@export(method=False)
+def basic_lstm_cell(forget_bias, lstm_kernel, lstm_bias, data, c, h):
+    """One step of a basic LSTM cell; returns ``[new_c, new_h]``.
+
+    The gates i, j, f, o are the four column blocks of concat([data, h], 1)·kernel + bias;
+    new_c = c·sigmoid(f + forget_bias) + sigmoid(i)·tanh(j), new_h = tanh(new_c)·sigmoid(o).
+    Shapes: data [batch, inputs], c and h [batch, units], kernel [inputs + units,
+    4·units], bias [4·units].
+
+    >>> import flowgrad as tf
+    >>> c, h = tf.basic_lstm_cell(1.0, tf.zeros([3, 4]), tf.zeros([4]), tf.ones([1, 2]),
+    ...                           tf.ones([1, 1]), tf.ones([1, 1]))
+    >>> c.print()
+    Tensor
+         [[0.7310586],]
+    """
+    fn = "basic_lstm_cell"
+    kernel = as_float(lstm_kernel, fn, "lstm_kernel")
+    bias = as_float(lstm_bias, fn, "lstm_bias")
+    data, c, h = (as_float(t, fn, k) for t, k in ((data, "data"), (c, "c"), (h, "h")))
+    for k, t in (("data", data), ("c", c), ("h", h), ("lstm_kernel", kernel)):
+        if t.rank != 2:
+            raise ShapeError(f"{fn}: {k} must be rank 2, got shape {list(t.shape)}")
+    units = kernel.shape[1] // 4
+    if kernel.shape[1] % 4 or kernel.shape[0] != data.shape[1] + h.shape[1] or \
+            h.shape[1] != units or c.shape != h.shape:
+        raise ShapeError(f"{fn}: shapes do not fit: lstm_kernel {list(kernel.shape)} must be "
+                         f"[inputs + units, 4 * units] for data {list(data.shape)} = [batch, "
+                         f"inputs] and c {list(c.shape)}, h {list(h.shape)} = [batch, units]")
+    res = mat_mul(concat([data, h], 1), kernel) + bias
+    i, j, f, o = split(res, 4, 1)
+    new_c = c * sigmoid(f + forget_bias) + sigmoid(i) * tanh(j)
+    return [new_c, tanh(new_c) * sigmoid(o)]
+
+
+@export(method=False)
+def multi_rnn_cell(lstm_cells, data, c, h):
+    """Stacked cells: cell k takes the h output of cell k - 1 (``data`` for the first) with
+    its own ``c[k]``, ``h[k]``. Each cell is a function (data, c, h) -> [new_c, new_h].
+    Returns ``[new_cs, new_hs]`` (lists, one per cell).
+
+    >>> import flowgrad as tf
+    >>> def cell(inputs):        # a cell with kernel [inputs + 1, 4]: one unit
+    ...     k = tf.ones([inputs + 1, 4])
+    ...     return lambda d, c, h: tf.basic_lstm_cell(1.0, k, tf.zeros([4]), d, c, h)
+    >>> cs, hs = tf.multi_rnn_cell([cell(2), cell(1)], tf.ones([1, 2]),
+    ...                            [tf.ones([1, 1])] * 2, [tf.ones([1, 1])] * 2)
+    >>> len(cs), hs[1].shape
+    (2, (1, 1))
+    """
+    fn = "multi_rnn_cell"
+    cells = list(lstm_cells)
+    if not isinstance(c, (list, tuple)) or not isinstance(h, (list, tuple)) or \
+            not len(c) == len(h) == len(cells):
+        raise ArgumentError(f"{fn}: c and h must be lists with one state per cell "
+                            f"({len(cells)} cells), got {_count(c)} and {_count(h)}")
+    inp = as_float(data, fn, "data")
+    new_c, new_h = [], []
+    for k, cell in enumerate(cells):
+        if not callable(cell):
+            raise ArgumentError(f"{fn}: lstm_cells[{k}] must be a function (data, c, h) -> "
+                                f"[c, h], got {type(cell).__name__}")
+        ck, hk = cell(inp, as_float(c[k], fn, f"c[{k}]"), as_float(h[k], fn, f"h[{k}]"))
+        new_c.append(ck)
+        new_h.append(hk)
+        inp = hk
+    return [new_c, new_h]
+
+
+def _count(v):
+    return f"{len(v)} states" if isinstance(v, (list, tuple)) else type(v).__name__
