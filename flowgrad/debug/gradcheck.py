@@ -11,7 +11,7 @@ import numpy as np
 
 from .. import engine as E
 from .. import tape
-from ..errors import ArgumentError, FlowgradError
+from ..errors import ArgumentError, FlowgradError, GradientError
 from ..jacobians import jacobian, jvp, vjp
 from ..ops import OPS
 from ..tensor import Tensor
@@ -61,6 +61,17 @@ class InputCheck:
             s += (f"; kinks (one-sided differences disagree, not failures) at "
                   f"{[tuple(int(i) for i in k) for k in self.kinks[:5]]}")
         return s
+
+
+class _Broken:
+    """A derivative that could not be computed at all."""
+    ok = False
+
+    def __init__(self, error):
+        self.error = error
+
+    def __str__(self):
+        return f"the gradient could not be computed: {self.error}"
 
 
 class Culprit:
@@ -216,11 +227,19 @@ def check_grads(f, args, order=1, modes=("rev",), eps=None, rtol=None, atol=None
         raise ArgumentError("check_grads: no float input to differentiate")
     rng = np.random.default_rng(seed)
     report = GradCheckReport()
-    fun = f
+    fun = _one_output(f)
     for k in range(1, order + 1):
         for mode in modes:
-            checks = _check_order(fun, arrays, diff, mode, eps, rtol, atol, max_elements,
-                                  projections, rng)
+            try:
+                checks = _check_order(fun, arrays, diff, mode, eps, rtol, atol, max_elements,
+                                      projections, rng)
+            except GradientError as e:
+                # a rule that cannot even run (a custom gradient of the wrong shape...)
+                report.checks.append((k, mode, [_Broken(e)]))
+                report.culprits = find_culprits(fun, arrays, diff, rng, rtol, atol)
+                if raise_on_fail:
+                    raise GradCheckError(report) from e
+                return report
             report.checks.append((k, mode, checks))
         if not report.passed:
             report.culprits = find_culprits(fun, arrays, diff, rng, rtol, atol)
@@ -230,6 +249,17 @@ def check_grads(f, args, order=1, modes=("rev",), eps=None, rtol=None, atol=None
     if raise_on_fail and not report.passed:
         raise GradCheckError(report)
     return report
+
+
+def _one_output(f):
+    """f itself, or, for f returning a list of tensors, their entries as one vector."""
+    def fun(*ts):
+        out = f(*ts)
+        if isinstance(out, (list, tuple)) and out and all(isinstance(o, Tensor) for o in out):
+            return OPS["concat"]([OPS["reshape"](o, (o.size,)) for o in out])
+        return out
+    fun.__name__ = getattr(f, "__name__", "f")
+    return fun
 
 
 def _lift(fun, arrays, diff, rng):
