@@ -1,7 +1,9 @@
-"""Indexing: gather and its adjoint (segment sums), and Python ``x[...]`` indexing.
+"""Indexing: gather (with batch dims) and its adjoint (segment sums), gather_nd /
+scatter_nd / tensor_scatter_update, strided_slice and Python ``x[...]`` indexing.
 
-Each rule is the adjoint of its op (gather <-> scatter-add, strided slice <-> its
-scatter into zeros), written with these same ops, so higher orders come for free.
+Each rule is the adjoint of its op (gather <-> scatter-add, gather_nd <-> scatter_nd,
+strided slice <-> its scatter into zeros), written with these same ops, so higher orders
+come for free.
 """
 import builtins
 
@@ -10,8 +12,8 @@ import numpy as np
 from .. import dtypes
 from .. import engine as E
 from ..errors import ArgumentError, DtypeError, ShapeError
-from ..tensor import Tensor
-from ._core import as_int, as_tensor, export, norm_axis, primitive
+from ..tensor import Tensor, convert
+from ._core import as_int, as_ints, as_tensor, export, norm_axis, primitive
 
 _pyslice = builtins.slice
 
@@ -24,60 +26,96 @@ def _size(shape):
 
 
 # ---------------------------------------------------------------- gather / segment sum
+# With batch_dims b, x is seen as (batch, outer, n, inner) and the indices as (batch, K):
+# out[b, o, k, i] = x[b, o, indices[b, k], i]. b = 0 is plain ``take``.
+
+def _batch_index(B, nb, no, idx2):
+    """Advanced-index arrays picking [b, o, idx2[b, k]], broadcasting to (nb, no, K)."""
+    return B.arange(nb)[:, None, None], B.arange(no)[None, :, None], idx2[:, None, :]
+
+
+def _take(B, x, indices, axis, bd):
+    if not bd:
+        return B.take(x, indices, axis=axis)
+    nb, no, ni = _size(x.shape[:bd]), _size(x.shape[bd:axis]), _size(x.shape[axis + 1:])
+    k = _size(indices.shape[bd:])
+    x4 = x.reshape((nb, no, x.shape[axis], ni))
+    out = x4[_batch_index(B, nb, no, indices.reshape((nb, k)))]
+    return out.reshape(x.shape[:axis] + indices.shape[bd:] + x.shape[axis + 1:])
+
 
 @primitive("GatherV2")
-def _gather(B, x, indices, axis):
-    return B.take(x, indices, axis=axis)
+def _gather(B, x, indices, axis, batch_dims=0):
+    return _take(B, x, indices, axis, batch_dims)
 
 
 @_gather.def_vjp
-def _(dy, x, indices, axis):
-    return _scatter_add(dy, indices, axis, x.shape[axis]), None
+def _(dy, x, indices, axis, batch_dims=0):
+    return _scatter_add(dy, indices, axis, x.shape[axis], batch_dims), None
 
 
 @primitive("ScatterAdd")
-def _scatter_add_k(B, dy, indices, axis, n):
+def _scatter_add_k(B, dy, indices, axis, n, batch_dims=0):
+    bd = batch_dims
     pre = dy.shape[:axis]
-    post = dy.shape[axis + indices.ndim:]
-    d3 = dy.reshape((_size(pre), indices.size, _size(post)))
-    out = B.zeros((_size(pre), n, _size(post)), dtype=dy.dtype)
-    flat = indices.reshape(-1)
-    ok = (flat >= 0) & (flat < n)       # negative segment ids are dropped (TF.js)
+    post = dy.shape[axis + indices.ndim - bd:]
+    if not bd:
+        d3 = dy.reshape((_size(pre), indices.size, _size(post)))
+        out = B.zeros((_size(pre), n, _size(post)), dtype=dy.dtype)
+        flat = indices.reshape(-1)
+        ok = (flat >= 0) & (flat < n)       # negative segment ids are dropped (TF.js)
+        if not ok.all():
+            flat, d3 = flat[ok], d3[:, ok]
+        B.add.at(out, (_pyslice(None), flat), d3)
+        return out.reshape(pre + (n,) + post)
+    nb, no, k = _size(pre[:bd]), _size(pre[bd:]), _size(indices.shape[bd:])
+    d4 = dy.reshape((nb, no, k, _size(post)))
+    i2 = indices.reshape((nb, k))
+    ok = (i2 >= 0) & (i2 < n)
     if not ok.all():
-        flat, d3 = flat[ok], d3[:, ok]
-    B.add.at(out, (_pyslice(None), flat), d3)
+        i2 = B.where(ok, i2, 0)
+        d4 = B.where(ok[:, None, :, None], d4, B.zeros((), dtype=dy.dtype))
+    out = B.zeros((nb, no, n, _size(post)), dtype=dy.dtype)
+    B.add.at(out, _batch_index(B, nb, no, i2), d4)
     return out.reshape(pre + (n,) + post)
 
 
 @_scatter_add_k.def_vjp
-def _(ddx, dy, indices, axis, n):
-    return _gather_raw(ddx, indices, axis), None
+def _(ddx, dy, indices, axis, n, batch_dims=0):
+    return _gather_raw(ddx, indices, axis, batch_dims), None
 
 
-def _scatter_add(dy, indices, axis, n):
-    return E.run_kernel(_scatter_add_k, (dy, indices), {"axis": axis, "n": n})
+def _scatter_add(dy, indices, axis, n, batch_dims=0):
+    attrs = {"axis": axis, "n": n}
+    if batch_dims:
+        attrs["batch_dims"] = batch_dims
+    return E.run_kernel(_scatter_add_k, (dy, indices), attrs)
 
 
-def _gather_raw(x, indices, axis):
-    # negative ids select nothing: gather from x padded with a zero row at the end
-    return E.run_kernel(_gather_pad, (x, indices), {"axis": axis})
+def _gather_raw(x, indices, axis, batch_dims=0):
+    # out-of-range (negative) ids select nothing: zeros where they stand
+    attrs = {"axis": axis}
+    if batch_dims:
+        attrs["batch_dims"] = batch_dims
+    return E.run_kernel(_gather_pad, (x, indices), attrs)
 
 
 @primitive("GatherOrZero")
-def _gather_pad(B, x, indices, axis):
+def _gather_pad(B, x, indices, axis, batch_dims=0):
     n = x.shape[axis]
     ok = (indices >= 0) & (indices < n)
-    out = B.take(x, B.where(ok, indices, 0), axis=axis)
+    out = _take(B, x, B.where(ok, indices, 0), axis, batch_dims)
     if not ok.all():
-        shape = [1] * out.ndim
-        shape[axis:axis + indices.ndim] = indices.shape
-        out = B.where(ok.reshape(shape), out, 0).astype(x.dtype)
+        bd = batch_dims
+        shape = (indices.shape[:bd] + (1,) * (axis - bd) + indices.shape[bd:]
+                 + (1,) * (x.ndim - axis - 1))
+        out = B.where(ok.reshape(shape), out, B.zeros((), dtype=x.dtype))
     return out
 
 
 @_gather_pad.def_vjp
-def _(dy, x, indices, axis):
-    return _scatter_add(dy, indices, axis, x.shape[axis]), None
+def _(dy, x, indices, axis, batch_dims=0):
+    return _scatter_add(dy, indices, axis, x.shape[axis], batch_dims), None
 
 
 def _check_indices(indices, n, fn, what="indices"):
@@ -91,18 +129,48 @@ def _check_indices(indices, n, fn, what="indices"):
     return indices
 
 
+def _batch_dims(batch_dims, x, indices, axis, fn):
+    """batch_dims normalized and checked as TF.js does (collectGatherOpShapeInfo)."""
+    bd = as_int(batch_dims, "batch_dims", fn)
+    r = indices.rank
+    if not -r <= bd <= r:
+        raise ArgumentError(f"{fn}(): Expect batchDims in the range of [-{r}, {r}], but got "
+                            f"{bd} (indices has rank {r})")
+    if bd < 0:
+        bd += r
+    if bd > axis:
+        raise ArgumentError(f"{fn}(): batchDims ({bd}) must be less than or equal to axis "
+                            f"({axis}).")
+    for i in range(bd):
+        if x.shape[i] != indices.shape[i]:
+            raise ShapeError(f"{fn}(): x.shape[{i}]: {x.shape[i]} should be equal to "
+                             f"indices.shape[{i}]: {indices.shape[i]}. The first batch_dims "
+                             f"({bd}) axes of x {x.shape} and indices {indices.shape} must "
+                             f"match.")
+    return bd
+
+
 @export
-def gather(x, indices, axis=0):
+def gather(x, indices, axis=0, batch_dims=0):
     """Entries of x picked along ``axis`` by int32 ``indices`` (any shape).
+
+    With ``batch_dims`` b, the first b axes of x and indices are batch axes: batch element
+    i of x is gathered with batch element i of the indices (b <= axis).
 
     >>> import flowgrad as tf
     >>> tf.gather(tf.tensor([10, 20, 30]), tf.tensor([2, 0], dtype="int32")).print()
     Tensor
         [30, 10]
+    >>> x = tf.tensor([[1, 2, 3], [4, 5, 6]])
+    >>> tf.gather(x, [[2, 0], [1, 1]], axis=1, batch_dims=1).print()
+    Tensor
+        [[3, 1],
+         [5, 5]]
     """
     x = as_tensor(x, "gather")
     a = norm_axis(axis, x.rank, "gather")
     indices = _check_indices(indices, x.shape[a], "gather")
+    bd = _batch_dims(batch_dims, x, indices, a, "gather") if batch_dims else 0
     if indices.size:
         arr = indices.numpy()
         lo, hi = int(arr.min()), int(arr.max())
@@ -110,7 +178,8 @@ def gather(x, indices, axis=0):
             bad = lo if lo < 0 else hi
             raise ShapeError(f"gather(): index {bad} is out of range for axis {a} of x, which "
                              f"has {x.shape[a]} entries (shape {x.shape}).")
-    return E.run_kernel(_gather, (x, indices), {"axis": a})
+    attrs = {"axis": a, "batch_dims": bd} if bd else {"axis": a}
+    return E.run_kernel(_gather, (x, indices), attrs)
 
 
 @export
@@ -133,19 +202,220 @@ def unsorted_segment_sum(x, segment_ids, num_segments):
                                          "unsorted_segment_sum", 0))
 
 
+# ---------------------------------------------------------------- gather_nd / scatter_nd
+# The last axis of ``indices`` holds index tuples of depth d into the leading d axes; the
+# kernels see the tensor as (rows, *rest) and each tuple as a row number.
+
+def _rows(B, indices, lead):
+    """The row numbers of the index tuples (last axis of indices) into shape ``lead``."""
+    strides = [_size(lead[k + 1:]) for k in range(len(lead))]
+    return (indices.astype(B.int64) * B.asarray(strides, dtype=B.int64)).sum(-1)
+
+
+@primitive("GatherNd")
+def _gather_nd(B, x, indices):
+    d = indices.shape[-1]
+    rows = _rows(B, indices, x.shape[:d])
+    return B.take(x.reshape((_size(x.shape[:d]),) + x.shape[d:]), rows, axis=0)
+
+
+@_gather_nd.def_vjp
+def _(dy, x, indices):
+    return E.run_kernel(_scatter_nd_k, (indices, dy), {"shape": x.shape}), None
+
+
+@primitive("ScatterNd")
+def _scatter_nd_k(B, indices, updates, shape):
+    d = indices.shape[-1]
+    rest = shape[d:]
+    rows = _rows(B, indices, shape[:d]).reshape(-1)
+    out = B.zeros((_size(shape[:d]),) + rest, dtype=updates.dtype)
+    B.add.at(out, rows, updates.reshape((rows.size,) + rest))    # duplicates add up
+    return out.reshape(shape)
+
+
+@_scatter_nd_k.def_vjp
+def _(dy, indices, updates, shape):
+    return None, E.run_kernel(_gather_nd, (dy, indices))
+
+
+@primitive("TensorScatterUpdate")
+def _tensor_scatter_update_k(B, tensor, indices, updates):
+    # NOTE: indices hold no duplicate here (the public function keeps the last one), so
+    # the assignment order, which NumPy leaves unspecified, does not matter.
+    d = indices.shape[-1]
+    rest = tensor.shape[d:]
+    rows = _rows(B, indices, tensor.shape[:d]).reshape(-1)
+    out = tensor.reshape((_size(tensor.shape[:d]),) + rest).copy()
+    out[rows] = updates.reshape((rows.size,) + rest)
+    return out.reshape(tensor.shape)
+
+
+@_tensor_scatter_update_k.def_vjp
+def _(dy, tensor, indices, updates, needs):
+    g_tensor = g_updates = None
+    if needs[0]:
+        # dy where tensor survives, 0 where it was overwritten: the op itself on dy
+        zeros = E.constant_tensor(E.B.zeros(updates.shape, dtype=dtypes.NP[dy.dtype]))
+        g_tensor = E.run_kernel(_tensor_scatter_update_k, (dy, indices, zeros))
+    if needs[2]:
+        g_updates = E.run_kernel(_gather_nd, (dy, indices))
+    return g_tensor, None, g_updates
+
+
+def _check_rows(indices, lead, fn, what):
+    """A clear error for an index tuple that falls outside ``lead`` (no bare IndexError)."""
+    if not indices.size:
+        return
+    arr = indices.numpy().reshape(-1, indices.shape[-1])
+    bad = (arr < 0) | (arr >= np.asarray(lead, dtype=np.int64))
+    if bad.any():
+        r = int(np.argmax(bad.any(1)))
+        j = int(np.argmax(bad[r]))
+        raise ShapeError(f"{fn}(): Invalid indices: {arr[r].tolist()} (index tuple {r} of "
+                         f"indices) does not index into {what}: its entry {j} is {arr[r, j]}, "
+                         f"valid values are 0 to {lead[j] - 1} for axis {j} of size "
+                         f"{lead[j]}.")
+
+
+def _rank1(t, what, fn):
+    if t.rank < 1:
+        raise ShapeError(f"{fn}() expects the {what} to be rank 1 or higher, but the rank "
+                         f"was 0.")
+
+
+@export
+def gather_nd(x, indices):
+    """Slices of x picked by index tuples: the last axis of the int32 ``indices`` holds
+    tuples of depth d into x's first d axes. The shape is
+    ``indices.shape[:-1] + x.shape[d:]``.
+
+    >>> import flowgrad as tf
+    >>> x = tf.tensor([[1, 2], [3, 4]])
+    >>> tf.gather_nd(x, [[1, 0], [0, 1]]).print()
+    Tensor
+        [3, 2]
+    >>> tf.gather_nd(x, [[1], [0]]).print()
+    Tensor
+        [[3, 4],
+         [1, 2]]
+    """
+    fn = "gather_nd"
+    x = as_tensor(x, fn)
+    indices = _check_indices(indices, None, fn)
+    _rank1(x, "input", fn)
+    _rank1(indices, "indices", fn)
+    d = indices.shape[-1]
+    if d > x.rank:
+        raise ShapeError(f"{fn}(): index innermost dimension length must be <= tensor rank; "
+                         f"saw: {d} vs. {x.rank} (indices of shape {indices.shape} into x of "
+                         f"shape {x.shape})")
+    _check_rows(indices, x.shape[:d], fn, f"x of shape {x.shape}")
+    return E.run_kernel(_gather_nd, (x, indices))
+
+
+def _scatter_args(indices, updates, shape, fn):
+    """Checks shared by scatter_nd and tensor_scatter_update (TF.js's scatter_nd_util), and
+    the indices as (..., depth): TF.js reads rank-1 indices as a list of indices into axis
+    0, so they become a column."""
+    _rank1(indices, "indices", fn)
+    _rank1(updates, "updates", fn)
+    if len(shape) < 1:
+        raise ShapeError(f"{fn}(): Output rank must be greater or equal to 1, but got shape: "
+                         f"{list(shape)}")
+    if indices.rank == 1:
+        indices = indices.reshape([-1, 1])
+    d = indices.shape[-1]
+    want = indices.shape[:-1] + tuple(shape[d:])
+    if d > len(shape) or updates.shape != want:
+        raise ShapeError(
+            f"{fn}(): Must have updates.shape = indices.shape[:batchDim] + shape[sliceDim:], "
+            f"got updates.shape: {updates.shape}, indices.shape: {indices.shape}, shape: "
+            f"{tuple(shape)}, sliceDim: {d}, and batchDim: {indices.rank - 1}"
+            + (f" (updates of shape {want} expected)." if d <= len(shape) else
+               f" (index depth {d} exceeds the output rank {len(shape)})."))
+    _check_rows(indices, tuple(shape[:d]), fn, f"the output of shape {tuple(shape)}")
+    return indices
+
+
+@export(method=False)
+def scatter_nd(indices, updates, shape):
+    """A zero tensor of ``shape`` with ``updates`` added at ``indices`` (index tuples on the
+    last axis, as gather_nd; duplicates add up). The adjoint of gather_nd.
+
+    >>> import flowgrad as tf
+    >>> tf.scatter_nd([[1], [3], [1]], tf.tensor([5, 6, 7]), [4]).print()
+    Tensor
+        [0, 12, 0, 6]
+    """
+    fn = "scatter_nd"
+    indices = _check_indices(indices, None, fn)
+    updates = as_tensor(updates, fn, "updates")
+    if isinstance(shape, (int, np.integer)):
+        shape = (shape,)
+    shape = as_ints(shape, "shape", fn, 0)
+    indices = _scatter_args(indices, updates, shape, fn)
+    return E.run_kernel(_scatter_nd_k, (indices, updates), {"shape": shape})
+
+
+@export
+def tensor_scatter_update(tensor, indices, updates):
+    """A copy of ``tensor`` with the slices at ``indices`` (index tuples on the last axis)
+    replaced by ``updates``. For a repeated index the last update wins (as TF.js on CPU);
+    the updates it overrides get no gradient.
+
+    >>> import flowgrad as tf
+    >>> t = tf.tensor([1, 1, 1, 1])
+    >>> tf.tensor_scatter_update(t, [[2], [0]], tf.tensor([9, 8])).print()
+    Tensor
+        [8, 1, 9, 1]
+    """
+    fn = "tensor_scatter_update"
+    tensor = as_tensor(tensor, fn, "tensor")
+    indices = _check_indices(indices, None, fn)
+    if not isinstance(updates, Tensor):
+        updates = convert(updates, "updates", fn, dtype=tensor.dtype)
+    indices = _scatter_args(indices, updates, tensor.shape, fn)
+    if tensor.dtype != updates.dtype:
+        raise DtypeError(f"{fn}(): tensor and updates must have the same dtype, instead they "
+                         f"are {tensor.dtype} and {updates.dtype}. Cast one of them "
+                         f"(updates.cast('{tensor.dtype}')).")
+    if indices.size:
+        d = indices.shape[-1]
+        rows = _rows(np, indices.numpy(), tensor.shape[:d]).reshape(-1)
+        # the last occurrence of each row wins: its position in the reversed list is first
+        _, first = np.unique(rows[::-1], return_index=True)
+        if len(first) < len(rows):
+            k = len(rows)
+            keep = E.constant_tensor(E.B.asarray(np.sort(k - 1 - first), dtype=E.B.int32))
+            rest = list(updates.shape[indices.rank - 1:])
+            indices = gather(indices.reshape([k, d]), keep)
+            updates = gather(updates.reshape([k] + rest), keep)
+    return E.run_kernel(_tensor_scatter_update_k, (tensor, indices, updates))
+
+
 # ---------------------------------------------------------------- Python indexing
 
-@primitive("StridedSlice")
+@primitive("StridedSlice", batch=True)
 def _strided_slice(B, x, key):
-    return x[key]
+    return B.asarray(x[key])    # an int key on a vector gives a NumPy scalar: keep an array
+
+
+# The two rules below accept leading batch axes (vectorised jacobians): the key is
+# prefixed with full slices over them.
+def _batch_key(key, k):
+    return (_pyslice(None),) * k + tuple(key) if k else key
 
 
 @_strided_slice.def_vjp
 def _(dy, x, key):
-    return E.run_kernel(_strided_slice_grad, (dy,), {"key": key, "shape": x.shape})
+    out_rank = np.broadcast_to(np.zeros((), np.int8), x.shape)[key].ndim
+    k = dy.rank - out_rank
+    return E.run_kernel(_strided_slice_grad, (dy,), {"key": _batch_key(key, k),
+                                                       "shape": dy.shape[:k] + x.shape})
 
 
-@primitive("StridedSliceGrad")
+@primitive("StridedSliceGrad", batch=True)
 def _strided_slice_grad(B, dy, key, shape):
     out = B.zeros(shape, dtype=dy.dtype)
     out[key] = dy
@@ -154,7 +424,7 @@ def _strided_slice_grad(B, dy, key, shape):
 
 @_strided_slice_grad.def_vjp
 def _(ddx, dy, key, shape):
-    return E.run_kernel(_strided_slice, (ddx,), {"key": key})
+    return E.run_kernel(_strided_slice, (ddx,), {"key": _batch_key(key, ddx.rank - len(shape))})
 
 
 def _index_key(key, shape):
@@ -208,3 +478,82 @@ def _getitem(self, key):
 
 
 Tensor.__getitem__ = _getitem
+
+
+def _bits(mask, what, fn):
+    return as_int(mask, what, fn, 0)
+
+
+@export
+def strided_slice(x, begin, end, strides=None, begin_mask=0, end_mask=0, ellipsis_mask=0,
+                  new_axis_mask=0, shrink_axis_mask=0):
+    """The slice ``x[begin[0]:end[0]:strides[0], ...]``, TF.js's strided slice. Bit i of a
+    mask applies to entry i: ``begin_mask``/``end_mask`` ignore begin[i]/end[i] (from the
+    start / to the end), ``ellipsis_mask`` makes entry i a ``...``, ``new_axis_mask`` a new
+    axis of size 1, ``shrink_axis_mask`` takes the single index begin[i] and drops the axis.
+    Differentiable (TF.js has no gradient for it).
+
+    >>> import flowgrad as tf
+    >>> x = tf.tensor([[1, 2, 3], [4, 5, 6]])
+    >>> tf.strided_slice(x, [0, 2], [2, 0], [1, -1]).print()
+    Tensor
+        [[3, 2],
+         [6, 5]]
+    >>> tf.strided_slice(x, [1, 0], [0, 3], [1, 2], shrink_axis_mask=1).print()
+    Tensor
+        [4, 6]
+    """
+    fn = "strided_slice"
+    x = as_tensor(x, fn)
+    begin = as_ints(begin, "begin", fn)
+    end = as_ints(end, "end", fn)
+    strides = (1,) * len(begin) if strides is None else as_ints(strides, "strides", fn)
+    if not len(begin) == len(end) == len(strides):
+        raise ArgumentError(f"{fn}(): begin, end and strides must have the same length, got "
+                            f"{len(begin)}, {len(end)} and {len(strides)}")
+    begin_mask, end_mask, ellipsis_mask, new_axis_mask, shrink_axis_mask = (
+        _bits(m, w, fn) for m, w in ((begin_mask, "begin_mask"), (end_mask, "end_mask"),
+                                     (ellipsis_mask, "ellipsis_mask"),
+                                     (new_axis_mask, "new_axis_mask"),
+                                     (shrink_axis_mask, "shrink_axis_mask")))
+    if ellipsis_mask & (ellipsis_mask - 1):
+        raise ArgumentError(f"{fn}(): Multiple ellipses in slice is not allowed. "
+                            f"(ellipsis_mask {ellipsis_mask} has more than one bit set)")
+    n = len(begin)
+    # entries that index an axis of x: all but the ellipsis and the new axes (TF.js gives
+    # the ellipsis precedence when both bits are set)
+    real = [i for i in range(n) if not (ellipsis_mask | new_axis_mask) >> i & 1]
+    if len(real) > x.rank:
+        raise ShapeError(f"{fn}(): Index out of range using input dim {x.rank}; input has only "
+                         f"{x.rank} dims: {len(real)} entries of begin index an axis of x "
+                         f"(shape {x.shape})")
+    key = []
+    axis = 0
+    for i in range(n):
+        bit = 1 << i
+        if ellipsis_mask & bit:
+            key.append(Ellipsis)
+            axis += x.rank - len(real)
+            continue
+        if new_axis_mask & bit:
+            key.append(None)
+            continue
+        s = strides[i]
+        if s == 0:
+            raise ArgumentError(f"{fn}(): strides[{i}] must be non-zero")
+        dim = x.shape[axis]
+        if shrink_axis_mask & bit:
+            if s < 0:
+                raise ArgumentError(f"{fn}(): only stride 1 allowed on non-range indexing. "
+                                    f"(entry {i} shrinks an axis with stride {s})")
+            b = begin[i] + dim if begin[i] < 0 else begin[i]
+            if not 0 <= b < dim:
+                raise ShapeError(f"{fn}(): slice index {begin[i]} of dimension {axis} out of "
+                                 f"bounds. (axis {axis} of x {x.shape} has {dim} entries)")
+            key.append(b)
+        else:
+            key.append(_pyslice(None if begin_mask & bit else begin[i],
+                                None if end_mask & bit else end[i], s))
+        axis += 1
+    # NOTE: TF.js's begin/end clamping is Python's slice clamping, so a Python key is exact.
+    return E.run_kernel(_strided_slice, (x,), {"key": tuple(key)})
