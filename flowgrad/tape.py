@@ -20,6 +20,7 @@ _ops = None
 # Debugging seams (flowgrad.debug). Empty or None unless a debug feature is on, so the sweep
 # pays one truthiness test per node for them.
 node_hooks = weakref.WeakKeyDictionary()   # node -> {output index: [fn]}: tensor.register_hook
+any_node_hooks = False                     # (a weak dict's len() is a Python call: test this)
 source_hooks = {}                          # id(x) -> (weakref to x, [fn]): tf.debug.on_gradient
 dx_hook = None                             # fn(node, i, input, dx, dy) -> dx: every gradient
 y_hook = None                              # fn(y): the output a backward pass starts from
@@ -260,7 +261,7 @@ def _sweep(order, grads, gsrc, src, needs, lead=()):
         g = grads.pop(n, None)
         if g is None:
             continue
-        if node_hooks and n in node_hooks:
+        if any_node_hooks and n in node_hooks:
             g = _node_hook(n, g)
         current_node = n
         prim = n.prim

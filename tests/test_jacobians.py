@@ -241,3 +241,35 @@ def test_no_tensor_leaks():
     H = tf.hessian(lambda t: mlp(t).sum())(x)
     assert tf.memory().num_tensors == before + 2
     del J, H
+
+
+BATCHED = [
+    ("reductions", lambda x: tf.stack([x.sum(), x.mean(0).sum(), x.max(1).sum(),
+                                       x.min(-1, True).sum(), x.prod(1).sum()])),
+    ("softmaxes", lambda x: tf.softmax(x) + tf.log_softmax(x, 0)),
+    ("matmul", lambda x: tf.mat_mul(x, x, True, False) @ x.transpose()),
+    ("shapes", lambda x: tf.concat([x[:, :2], tf.pad(x, [[1, 0], [0, 1]])[1:, 1:]], 1)
+     .tile([1, 2]).reverse(0).reshape([-1])),
+    ("stack_split", lambda x: tf.stack(tf.split(x, 3, 1), 2).sum(2) * tf.unstack(x)[0]),
+    ("where_broadcast", lambda x: tf.where(x > 0, x.exp(), x * 2) +
+     tf.broadcast_to(x[:1], [2, 3])),
+]
+
+
+@pytest.mark.parametrize("name, f", BATCHED, ids=[n for n, _ in BATCHED])
+def test_vectorised_jacobian_equals_rows_of_grad(name, f, monkeypatch):
+    x = t64([[0.3, -0.8, 1.2], [0.5, 2.0, -0.4]])
+    calls = []
+    real = jacobians.backprop
+    monkeypatch.setattr(jacobians, "backprop",
+                        lambda *a, **k: calls.append(k.get("batch")) or real(*a, **k))
+    J = tf.jacobian(f)(x).numpy()
+    assert calls == [True]                              # one vectorised pass
+    y = f(x)
+    rows = []
+    for k in range(y.size):
+        e = np.zeros(y.size)
+        e[k] = 1
+        rows.append(tf.grad(f)(x, t64(e.reshape(y.shape))).numpy())
+    np.testing.assert_allclose(J.reshape(y.size, -1), np.stack(rows).reshape(y.size, -1),
+                               rtol=1e-12, atol=1e-12)

@@ -63,6 +63,7 @@ def register_hook(self, fn):
     _check_fn(fn)
     n = self._node
     if n is not None and n.sess is not None and n.sess.alive and n.inputs:
+        tape.any_node_hooks = True
         hooks = tape.node_hooks.setdefault(n, {})
         idx = getattr(self, "_idx", 0) if n.nout > 1 else 0
         hooks.setdefault(idx, []).append(fn)

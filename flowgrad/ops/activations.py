@@ -35,7 +35,7 @@ def _(dy, x, y):
 
 # Fused gradient kernels: one op instead of three in every backward pass through tanh and
 # sigmoid. Their own rules keep higher orders exact.
-@primitive("SigmoidGrad")
+@primitive("SigmoidGrad", batch=True)
 def _sigmoid_grad(B, dy, y):
     return dy * y * (1 - y)
 
@@ -99,7 +99,7 @@ def _(dy, x):
     return E.run_kernel(_relu_grad, (dy, x))
 
 
-@primitive("ReluGrad")
+@primitive("ReluGrad", batch=True)
 def _relu_grad(B, dy, x):
     # [conv] relu'(0) = 0; a NaN input passes NaN (TF.js: dy * step(x))
     return B.where(x > 0, dy, B.where(x != x, x, 0)).astype(dy.dtype, copy=False)
@@ -162,7 +162,7 @@ def _(dy, x):
     return where(x > 0, dy * SELU_SCALE, dy * (x.exp() * (SELU_SCALE * SELU_ALPHA)))
 
 
-@primitive("LeakyRelu")
+@primitive("LeakyRelu", batch=True)
 def _leaky_relu(B, x, alpha):
     return B.where(x > 0, x, x * alpha)
 

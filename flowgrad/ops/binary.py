@@ -284,7 +284,7 @@ def bitwise_and(x, y):
 
 # ---------------------------------------------------------------- n-ary
 
-@primitive("AddN")
+@primitive("AddN", batch=True)
 def _add_n(B, *tensors):
     out = tensors[0]
     for t in tensors[1:]:

@@ -15,7 +15,7 @@ from .reduce import norm
 from .shape import concat, reshape, stack, transpose, unstack
 
 
-@primitive("BatchMatMul")
+@primitive("BatchMatMul", batch=True)     # its rules broadcast over leading axes
 def _mat_mul(B, a, b, transpose_a, transpose_b):
     if transpose_a:
         a = B.swapaxes(a, -1, -2)

@@ -143,7 +143,7 @@ def logical_not(B, x):
 
 # ---------------------------------------------------------------- selection
 
-@primitive("Select")
+@primitive("Select", batch=True)
 def _select(B, condition, a, b):
     return B.where(condition, a, b)
 

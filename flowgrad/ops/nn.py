@@ -20,7 +20,7 @@ from .shape import clone, concat, split
 from .unary import rsqrt, tanh
 
 
-@primitive("Softmax", save_y=True)
+@primitive("Softmax", save_y=True, batch=True)
 def _softmax(B, x, axis):
     e = B.exp(x - B.max(x, axis=axis, keepdims=True))
     return e / B.sum(e, axis=axis, keepdims=True)
@@ -28,7 +28,8 @@ def _softmax(B, x, axis):
 
 @_softmax.def_vjp
 def _(dy, x, y, axis):
-    return y * (dy - (dy * y).sum(axis, True))
+    a = axis - x.rank          # from the end: dy may carry leading batch axes
+    return y * (dy - (dy * y).sum(a, True))
 
 
 @export
@@ -46,7 +47,7 @@ def softmax(logits, dim=-1):
     return E.run_kernel(_softmax, (x,), {"axis": norm_axis(dim, x.rank, "softmax")})
 
 
-@primitive("LogSoftmax", save_y=True)
+@primitive("LogSoftmax", save_y=True, batch=True)
 def _log_softmax(B, x, axis):
     s = x - B.max(x, axis=axis, keepdims=True)
     return s - B.log(B.sum(B.exp(s), axis=axis, keepdims=True))
@@ -54,7 +55,7 @@ def _log_softmax(B, x, axis):
 
 @_log_softmax.def_vjp
 def _(dy, x, y, axis):
-    return dy - dy.sum(axis, True) * y.exp()
+    return dy - dy.sum(axis - x.rank, True) * y.exp()
 
 
 @export

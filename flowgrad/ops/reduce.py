@@ -17,9 +17,12 @@ def _keep_shape(shape, axes):
     return tuple(1 if i in axes else s for i, s in enumerate(shape))
 
 
-def _grow(dy, x, axes):
-    """dy (reduced over ``axes``) broadcast back to x's shape."""
-    return broadcast_to(reshape(dy, _keep_shape(x.shape, axes)), x.shape)
+def _grow(dy, x, axes, keep_dims=False):
+    """dy (x reduced over ``axes``) broadcast back to x's shape, keeping any extra leading
+    (batch) axes dy carries in a vectorised backward pass."""
+    out_rank = x.rank if keep_dims else x.rank - len(axes)
+    lead = dy.shape[:dy.rank - out_rank]
+    return broadcast_to(reshape(dy, lead + _keep_shape(x.shape, axes)), lead + x.shape)
 
 
 def _check_nonempty(x, axes, fn):
@@ -31,7 +34,7 @@ def _check_nonempty(x, axes, fn):
 
 # ---------------------------------------------------------------- sum / mean / prod
 
-@primitive("Sum")
+@primitive("Sum", batch=True)
 def _sum(B, x, axes, keep_dims):
     dt = i32 if x.dtype.kind in "biu" else None
     return B.sum(x, axis=axes, keepdims=keep_dims, dtype=dt)
@@ -39,7 +42,7 @@ def _sum(B, x, axes, keep_dims):
 
 @_sum.def_vjp
 def _(dy, x, axes, keep_dims):
-    return _grow(dy, x, axes)
+    return _grow(dy, x, axes, keep_dims)
 
 
 @export
@@ -56,7 +59,7 @@ def sum(x, axis=None, keep_dims=False):  # noqa: A001 - the TF.js name
     return E.run_kernel(_sum, (x,), {"axes": axes, "keep_dims": bool(keep_dims)})
 
 
-@primitive("Mean")
+@primitive("Mean", batch=True)
 def _mean(B, x, axes, keep_dims):
     return B.mean(x, axis=axes, keepdims=keep_dims)
 
@@ -66,7 +69,7 @@ def _(dy, x, axes, keep_dims):
     n = 1
     for a in axes:
         n *= x.shape[a]
-    return _grow(dy, x, axes) / n
+    return _grow(dy, x, axes, keep_dims) / n
 
 
 @export
@@ -84,7 +87,7 @@ def mean(x, axis=None, keep_dims=False):
     return E.run_kernel(_mean, (x,), {"axes": axes, "keep_dims": bool(keep_dims)})
 
 
-@primitive("Prod")
+@primitive("Prod", batch=True)
 def _prod(B, x, axes, keep_dims):
     dt = i32 if x.dtype.kind in "biu" else None
     return B.prod(x, axis=axes, keepdims=keep_dims, dtype=dt)
@@ -92,7 +95,7 @@ def _prod(B, x, axes, keep_dims):
 
 @_prod.def_vjp
 def _(dy, x, axes, keep_dims):
-    return _grow(dy, x, axes) * _prod_others(x, axes)
+    return _grow(dy, x, axes, keep_dims) * _prod_others(x, axes)
 
 
 def _excl_cumprod_last(v):
@@ -155,7 +158,7 @@ def prod(x, axis=None, keep_dims=False):
 
 # ---------------------------------------------------------------- max / min
 
-@primitive("Max", save_y=True)
+@primitive("Max", save_y=True, batch=True)
 def _max(B, x, axes, keep_dims):
     return B.max(x, axis=axes, keepdims=keep_dims)
 
@@ -163,10 +166,10 @@ def _max(B, x, axes, keep_dims):
 @_max.def_vjp
 def _(dy, x, y, axes, keep_dims):
     # [conv] every element equal to the extreme gets the full dy (TF.js)
-    return where(x.equal(_grow(y, x, axes)), _grow(dy, x, axes), 0)
+    return where(x.equal(_grow(y, x, axes, keep_dims)), _grow(dy, x, axes, keep_dims), 0)
 
 
-@primitive("Min", save_y=True)
+@primitive("Min", save_y=True, batch=True)
 def _min(B, x, axes, keep_dims):
     return B.min(x, axis=axes, keepdims=keep_dims)
 

@@ -362,7 +362,7 @@ def _(dy, x, y):
     return E.run_kernel(_tanh_grad, (dy, y))
 
 
-@primitive("TanhGrad")
+@primitive("TanhGrad", batch=True)
 def _tanh_grad(B, dy, y):
     return dy * (1 - y * y)
 
@@ -424,7 +424,7 @@ def _(dy, x):
     return dy / (1 - x.square())
 
 
-@primitive("ClipByValue")
+@primitive("ClipByValue", batch=True)
 def _clip(B, x, lo, hi):
     return B.clip(x, lo, hi).astype(x.dtype, copy=False)
 
