@@ -160,11 +160,24 @@ def test_sqrt_gradient_at_zero_in_the_backward_pass():
     assert "in the gradient of sqrt, with respect to x" in str(e)
 
 
-def test_inf_in_the_backward_pass_of_a_product():
-    # d/dx [x * log(x)] at 0: log'(0) = inf, created in the gradient of log
-    e = numerics_error(lambda: tf.grad(lambda x: x * x.log() + 1)(tf.tensor([0.0])))  # xlogx
-    assert e.pass_ in ("forward", "backward") and e.created
-    assert e.op in ("log", "mul") and e.site.lineno == line_of("xlogx")
+def test_inf_in_the_backward_pass_only():
+    # asin(1) = pi/2 is finite; asin'(1) = 1/sqrt(1 - 1) is not
+    e = numerics_error(lambda: tf.grad(lambda x: x.asin() * 2)(tf.tensor([0.5, 1.0])))  # asin
+    assert (e.op, e.pass_, e.wrt, e.created, e.kind, e.index) == (
+        "asin", "backward", "x", True, "Inf", (1,))
+    assert e.site.lineno == line_of("asin") and "x = 1" in str(e)
+
+
+def test_backward_nan_created_then_propagated():
+    # a custom gradient creates the NaN; exp's rule only passes it on
+    bad = tf.custom_grad(lambda x, save: (x * 1, lambda dy, s: dy * float("nan")))
+    e = numerics_error(lambda: tf.grad(lambda x: bad(x.exp()))(tf.scalar(1.0)))
+    assert (e.pass_, e.created, e.op) == ("backward", True, "custom_grad")
+    with pytest.warns(tf.debug.NumericsWarning):
+        with tf.debug.check_numerics(mode="warn") as check:
+            tf.grad(lambda x: bad(x.exp()))(tf.scalar(1.0))
+    assert [(f.op, f.created) for f in check.findings] == [("custom_grad", True),
+                                                           ("exp", False)]
 
 
 def test_the_where_trap_is_recognised():
