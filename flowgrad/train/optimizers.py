@@ -57,6 +57,9 @@ class Optimizer:
         self.skipped_steps = 0
         self._slots = {}          # id(variable) -> (variable, {slot name: slot variable})
         self._disposed = False
+        # an observer (tf.debug.GradientMonitor): on_apply(opt, pairs, loss) before each
+        # update, on_applied(opt, pairs) after it; None costs nothing
+        self.monitor = None
 
     # ------------------------------------------------------------- learning rate
     @property
@@ -96,7 +99,7 @@ class Optimizer:
             pairs = [(v, grads.get(v.name)) for v in var_list]
         else:
             pairs = [(_VARIABLES[name], g) for name, g in grads.items() if name in _VARIABLES]
-        self._apply(pairs, skip_nonfinite)
+        self._apply(pairs, skip_nonfinite, value)
         E.dispose([g for _, g in pairs if g is not None])
         if return_cost:
             return value
@@ -198,9 +201,11 @@ class Optimizer:
             entry = self._slots[id(var)] = (var, slots)
         return entry[1]
 
-    def _apply(self, pairs, skip_nonfinite):
+    def _apply(self, pairs, skip_nonfinite, loss=None):
         pairs = [(v, _grad_for(v, g)) for v, g in pairs]
         pairs = self._clip(pairs)
+        if self.monitor is not None:
+            self.monitor.on_apply(self, pairs, loss)
         if skip_nonfinite:
             bad = [(v, g) for v, g in pairs if g is not None and not bool(g.is_finite().all())]
             if bad:
@@ -222,6 +227,8 @@ class Optimizer:
                 var.assign(new)
         E.tidy(step)
         self.iterations += 1
+        if self.monitor is not None:
+            self.monitor.on_applied(self, pairs)
         return True
 
     def _clip(self, pairs):
