@@ -1,1 +1,292 @@
-"""Pooling: max_pool and avg_pool (2D and 3D) and pool (dilated)."""
+"""Pooling: max_pool and avg_pool (2D and 3D) and pool (dilated).
+
+Windows come from the same strided views as the convolutions (flowgrad.ops.conv). Padding
+never takes part: max ignores it, and the average divides by the number of input cells
+in each window, forward and backward alike (TF.js's avgPool 'same' gradient divides by
+the full window size: wrong at the borders).
+
+Both pools are closed under differentiation. AvgPool is linear and its gradient
+AvgPoolGrad is its adjoint, so each one's rule is the other. MaxPool's gradient
+MaxPoolGrad(dy, x) sends each dy to the first maximum of its window (TF.js and TF break
+ties so); its gradient in dy is MaxPoolGradGrad, the gather of the same cells, whose
+gradient is MaxPoolGrad again. Both are piecewise constant in x: zero gradient there.
+"""
+from .. import engine as E
+from ..errors import ArgumentError, ShapeError
+from ._core import as_float, as_numeric, export, primitive
+from .conv import (FORMATS, channels_last, check_rounding, check_strides_dilations, geometry,
+                   ntuple, pad_after, pad_input, to_first, to_last, window_slices)
+from .shape import reshape
+
+
+# ---------------------------------------------------------------- kernels
+
+def _lowest(B, dtype):
+    return -B.inf if dtype.kind == "f" else B.iinfo(dtype).min
+
+
+def _counts(B, geo, dtype):
+    """The number of input cells in each window, [1, *out, 1]."""
+    n = len(geo.k)
+    total = None
+    for i in range(n):
+        pos = (B.arange(geo.out[i])[:, None] * geo.s[i] + B.arange(geo.k[i])[None, :]
+               * geo.d[i] - geo.before[i])
+        c = ((pos >= 0) & (pos < geo.xs[i])).sum(axis=1)
+        c = c.reshape((1,) * (1 + i) + (geo.out[i],) + (1,) * (n - i))
+        total = c if total is None else total * c
+    # NOTE: a window wholly in the padding (explicit pads wider than the window) has no
+    # cell; its average is 0, not 0/0.
+    return B.maximum(total, 1).astype(dtype)
+
+
+# NOTE: the pools loop over kernel positions (one strided slice of the padded input per
+# window cell) rather than reducing the window view: measured 5x faster for max (1.8 vs
+# 10 ms, 3x3 windows on [32, 32, 32, 16]), and the first-maximum masks below replace an
+# argmax of the copied windows plus a scatter (49 -> 19 ms for max_pool's gradient).
+
+def _padded(geo):
+    return tuple(b + x + a for b, x, a in zip(geo.before, geo.xs, pad_after(geo)))
+
+
+def _crop(B, xp, geo):
+    """The input cells of a padded array."""
+    if xp.shape[1:1 + len(geo.k)] == geo.xs:
+        return xp
+    return B.ascontiguousarray(xp[(slice(None),) + tuple(
+        slice(b, b + x) for b, x in zip(geo.before, geo.xs))])
+
+
+def _window_sum(B, xp, geo):
+    out = None
+    for _, sl in window_slices(geo):
+        out = xp[sl].copy() if out is None else B.add(out, xp[sl], out=out)
+    return out
+
+
+def _avg(B, x, geo):
+    s = _window_sum(B, pad_input(B, x, geo), geo)
+    return (s / _counts(B, geo, x.dtype)).astype(x.dtype, copy=False)
+
+
+def _avg_grad(B, dy, geo):
+    # each cell of a window gets its output's share
+    dyc = (dy / _counts(B, geo, dy.dtype)).astype(dy.dtype, copy=False)
+    dxp = B.zeros(dy.shape[:1] + _padded(geo) + dy.shape[-1:], dtype=dy.dtype)
+    for _, sl in window_slices(geo):
+        dxp[sl] += dyc
+    return _crop(B, dxp, geo)
+
+
+def _max_of(B, xp, geo):
+    out = None
+    for _, sl in window_slices(geo):
+        out = xp[sl].copy() if out is None else B.maximum(out, xp[sl], out=out)
+    return out
+
+
+def _max(B, x, geo):
+    return _max_of(B, pad_input(B, x, geo, _lowest(B, x.dtype)), geo)
+
+
+def _first_max(B, x, geo):
+    """The padded x, and for each window cell (its slice of the padded x) the mask of the
+    outputs whose first maximum it is: ties go to the first cell in row-major order."""
+    xp = pad_input(B, x, geo, _lowest(B, x.dtype))
+    y = _max_of(B, xp, geo)
+    taken = B.zeros(y.shape, dtype=bool)
+    masks = []
+    for _, sl in window_slices(geo):
+        m = xp[sl] == y
+        m &= ~taken
+        taken |= m
+        masks.append((sl, m))
+    return xp, masks
+
+
+def _max_grad(B, dy, x, geo):
+    xp, masks = _first_max(B, x, geo)
+    dxp = B.zeros(xp.shape, dtype=dy.dtype)
+    for sl, m in masks:
+        dxp[sl] += B.where(m, dy, 0)
+    return _crop(B, dxp, geo)
+
+
+def _max_gather(B, grad, x, geo):
+    _, masks = _first_max(B, x, geo)
+    gp = pad_input(B, grad, geo)
+    out = B.zeros(masks[0][1].shape, dtype=grad.dtype)
+    for sl, m in masks:
+        B.copyto(out, gp[sl], where=m)
+    return out
+
+
+def _family(names, kind):
+    if kind == "avg":
+        fwd = primitive(names[0])(lambda B, x, geo: _avg(B, x, geo))
+        back = primitive(names[1])(lambda B, dy, geo: _avg_grad(B, dy, geo))
+
+        @fwd.def_vjp
+        def _(dy, x, geo):
+            return E.run_kernel(back, (dy,), {"geo": geo})
+
+        @back.def_vjp
+        def _(g, dy, geo):
+            return E.run_kernel(fwd, (g,), {"geo": geo})
+
+        return fwd, back
+    fwd = primitive(names[0])(lambda B, x, geo: _max(B, x, geo))
+    back = primitive(names[1])(lambda B, dy, x, geo: _max_grad(B, dy, x, geo))
+    gather = primitive(names[2])(lambda B, grad, x, geo: _max_gather(B, grad, x, geo))
+
+    @fwd.def_vjp
+    def _(dy, x, geo):
+        return E.run_kernel(back, (dy, x), {"geo": geo})
+
+    @back.def_vjp
+    def _(g, dy, x, geo):
+        # linear in dy (a scatter to the maxima: its adjoint gathers from them); locally
+        # constant in x, whose gradient is 0 away from ties
+        return E.run_kernel(gather, (g, x), {"geo": geo}), None
+
+    @gather.def_vjp
+    def _(h, grad, x, geo):
+        return E.run_kernel(back, (h, x), {"geo": geo}), None
+
+    return fwd, back, gather
+
+
+MAX2D = _family(("MaxPool", "MaxPoolGrad", "MaxPoolGradGrad"), "max")
+MAX3D = _family(("MaxPool3D", "MaxPool3DGrad", "MaxPool3DGradGrad"), "max")
+AVG2D = _family(("AvgPool", "AvgPoolGrad"), "avg")
+AVG3D = _family(("AvgPool3D", "AvgPool3DGrad"), "avg")
+
+
+# ---------------------------------------------------------------- public functions
+
+def _pool(op, kind, n, x, filter_size, strides, pad, mode, data_format, dilations=1,
+          input_name="x"):
+    if kind == "max":
+        x = as_numeric(x, op, input_name)
+    else:
+        x = as_float(x, op, input_name)
+    batched = x.rank == n + 2
+    if x.rank == n + 1:
+        x = reshape(x, (1,) + x.shape)
+    if x.rank != n + 2:
+        raise ShapeError(f"Error in {op}: {input_name} must be rank {n + 2} but got rank "
+                         f"{x.rank} (shape {list(x.shape)}); rank {n + 1} means a batch of "
+                         f"one.")
+    last = channels_last(op, data_format, n)
+    check_rounding(op, pad, mode)
+    k = ntuple(filter_size, n, "filter_size", op)
+    s = ntuple(strides, n, "strides", op)
+    d = ntuple(dilations, n, "dilations", op)
+    check_strides_dilations(op, s, d, strides, dilations)
+    if not last:
+        x = to_last(x, n)
+    g = geometry(op, x.shape[1:1 + n], k, s, d, pad, mode, last)
+    fam = {("max", 2): MAX2D, ("max", 3): MAX3D, ("avg", 2): AVG2D, ("avg", 3): AVG3D}
+    y = E.run_kernel(fam[kind, n][0], (x,), {"geo": g})
+    if not last:
+        y = to_first(y, n)
+    return y if batched else reshape(y, y.shape[1:])
+
+
+@export
+def max_pool(x, filter_size, strides, pad, dim_rounding_mode=None):
+    """2D max pooling of x [batch, height, width, channels] (rank 3: a batch of one).
+
+    ``pad``: 'same', 'valid', a number or [[0, 0], [top, bottom], [left, right], [0, 0]];
+    padding never wins the max. The gradient goes to the first maximum of each window.
+
+    >>> import flowgrad as tf
+    >>> x = tf.tensor([1, 5, 3, 4, 2, 8, 0, 6, 7], [1, 3, 3, 1])
+    >>> tf.max_pool(x, 2, 1, "valid").reshape([2, 2]).print()
+    Tensor
+        [[5, 8],
+         [6, 8]]
+    """
+    return _pool("max_pool", "max", 2, x, filter_size, strides, pad, dim_rounding_mode,
+                 "NHWC")
+
+
+@export
+def avg_pool(x, filter_size, strides, pad, dim_rounding_mode=None):
+    """2D average pooling of x [batch, height, width, channels] (rank 3: a batch of one).
+
+    Each window averages the input cells it covers: with 'same' padding the border windows
+    divide by fewer cells, in the value and (unlike TF.js) in the gradient too.
+
+    >>> import flowgrad as tf
+    >>> x = tf.tensor([1, 2, 3, 4], [1, 2, 2, 1])
+    >>> tf.avg_pool(x, 2, 1, "same").reshape([2, 2]).print()
+    Tensor
+        [[2.5, 3],
+         [3.5, 4]]
+    """
+    return _pool("avg_pool", "avg", 2, x, filter_size, strides, pad, dim_rounding_mode,
+                 "NHWC")
+
+
+@export
+def max_pool3d(x, filter_size, strides, pad, dim_rounding_mode=None, data_format="NDHWC"):
+    """3D max pooling of x [batch, depth, height, width, channels] (rank 4: a batch of one).
+
+    >>> import flowgrad as tf
+    >>> x = tf.tensor([1, 2, 3, 4, 5, 6, 7, 8], [1, 2, 2, 2, 1])
+    >>> y = tf.max_pool3d(x, 2, 1, "valid")
+    >>> y.shape, y.item()
+    ((1, 1, 1, 1, 1), 8.0)
+    """
+    return _pool("max_pool3d", "max", 3, x, filter_size, strides, pad, dim_rounding_mode,
+                 data_format)
+
+
+@export
+def avg_pool3d(x, filter_size, strides, pad, dim_rounding_mode=None, data_format="NDHWC"):
+    """3D average pooling of x [batch, depth, height, width, channels] (rank 4: a batch of
+    one); windows average the input cells they cover.
+
+    >>> import flowgrad as tf
+    >>> x = tf.tensor([1, 2, 3, 4, 5, 6, 7, 8], [1, 2, 2, 2, 1])
+    >>> tf.avg_pool3d(x, [1, 2, 2], 1, "valid").reshape([2]).print()
+    Tensor
+        [2.5, 6.5]
+    """
+    return _pool("avg_pool3d", "avg", 3, x, filter_size, strides, pad, dim_rounding_mode,
+                 data_format)
+
+
+@export
+def pool(input, window_shape, pooling_type, pad, dilations=None, strides=None,  # noqa: A002
+         dim_rounding_mode=None, *, dilation_rate=None):
+    """N-D pooling ('max' or 'avg') with dilated windows: x [batch, height, width,
+    channels] (rank 3: a batch of one); a window_shape of 3 ints pools [batch, depth,
+    height, width, channels]. ``dilation_rate`` is another name of ``dilations``.
+
+    Padding never takes part (TF.js pads dilated 'same' windows with zeros, which then
+    count in the max and the average).
+
+    >>> import flowgrad as tf
+    >>> x = tf.tensor([1, 2, 3, 4, 5, 6, 7, 8, 9], [1, 3, 3, 1])
+    >>> y = tf.pool(x, 2, "max", "valid", dilations=2)
+    >>> y.shape, y.item()
+    ((1, 1, 1, 1), 9.0)
+    """
+    op = "pool"
+    if dilations is None:
+        dilations = 1 if dilation_rate is None else dilation_rate
+    if strides is None:
+        strides = 1
+    if pooling_type not in ("max", "avg"):
+        raise ArgumentError(f"Error in pool: poolingType must be 'max' or 'avg', got "
+                            f"{pooling_type!r}")
+    n = len(window_shape) if isinstance(window_shape, (list, tuple)) else 2
+    if n not in (2, 3):
+        raise ArgumentError(f"Error in pool: window_shape must be an int or a list of 2 or 3 "
+                            f"ints, got {window_shape!r}")
+    if pad == 0:
+        pad = "valid"
+    return _pool(op, pooling_type, n, input, window_shape, strides, pad, dim_rounding_mode,
+                 FORMATS[n][0], dilations)
