@@ -118,3 +118,160 @@ def _sweep_without_seams():
 
 
 WORKLOADS = {"W1": w1, "W4b": w4b, "debug": debug_cost}
+
+
+# ---------------------------------------------------------------- W2: MLP training
+
+def _mlp_data(seed=0, batch=128):
+    rng = np.random.default_rng(seed)
+    x = rng.standard_normal((batch, 784)).astype(np.float32)
+    labels = rng.integers(0, 10, batch)
+    y = np.eye(10, dtype=np.float32)[labels]
+    def init(shape):
+        return (rng.standard_normal(shape) * np.sqrt(2 / shape[0])).astype(np.float32)
+    params = [init((784, 256)), np.zeros(256, np.float32), init((256, 256)),
+              np.zeros(256, np.float32), init((256, 10)), np.zeros(10, np.float32)]
+    return x, y, params
+
+
+class _NumpyAdam:
+    """The floor: forward, backward and Adam (TF.js's rule) by hand, in float32."""
+
+    def __init__(self, params, lr=1e-3, b1=0.9, b2=0.999, eps=1e-7):
+        self.p = [p.copy() for p in params]
+        self.m = [np.zeros_like(p) for p in params]
+        self.v = [np.zeros_like(p) for p in params]
+        self.lr, self.b1, self.b2, self.eps, self.t = lr, b1, b2, eps, 0
+
+    def step(self, x, y):
+        W1, b1, W2, b2, W3, b3 = self.p
+        h1 = np.maximum(x @ W1 + b1, 0)
+        h2 = np.maximum(h1 @ W2 + b2, 0)
+        z = h2 @ W3 + b3
+        z = z - z.max(1, keepdims=True)
+        e = np.exp(z)
+        sm = e / e.sum(1, keepdims=True)
+        loss = -(y * (z - np.log(e.sum(1, keepdims=True)))).sum(1).mean()
+        dz = (sm - y) / x.shape[0]
+        gW3, gb3 = h2.T @ dz, dz.sum(0)
+        d2 = (dz @ W3.T) * (h2 > 0)
+        gW2, gb2 = h1.T @ d2, d2.sum(0)
+        d1 = (d2 @ W2.T) * (h1 > 0)
+        gW1, gb1 = x.T @ d1, d1.sum(0)
+        self.t += 1
+        c1, c2 = 1 - self.b1 ** self.t, 1 - self.b2 ** self.t
+        for p, g, m, v in zip(self.p, (gW1, gb1, gW2, gb2, gW3, gb3), self.m, self.v):
+            m *= self.b1
+            m += (1 - self.b1) * g
+            v *= self.b2
+            v += (1 - self.b2) * g * g
+            p -= self.lr * (m / c1) / (np.sqrt(v / c2) + self.eps)
+        return loss
+
+
+def _mlp_flowgrad(x, y, params):
+    xs, ys = tf.tensor(x), tf.tensor(y)
+    vs = [tf.variable(tf.tensor(p)) for p in params]
+    opt = tf.train.adam(1e-3)
+
+    def loss():
+        W1, b1, W2, b2, W3, b3 = vs
+        h = xs.mat_mul(W1).add(b1).relu().mat_mul(W2).add(b2).relu()
+        logits = h.mat_mul(W3).add(b3)
+        return tf.losses.softmax_cross_entropy(ys, logits)
+    return vs, opt, loss
+
+
+def w2(reps, steps=200):
+    """MLP 784-256-256-10, relu, softmax cross-entropy, batch 128, Adam 1e-3."""
+    x, y, params = _mlp_data()
+    floor = _NumpyAdam(params)
+    vs, opt, loss = _mlp_flowgrad(x, y, params)
+    try:
+        for _ in range(steps):
+            last_np = floor.step(x, y)
+            last_fg = opt.minimize(loss, return_cost=True).item()
+        np.testing.assert_allclose(last_fg, last_np, rtol=2e-3)
+        t = measure({"fg": lambda: opt.minimize(loss), "np": lambda: floor.step(x, y)},
+                    reps, inner=5)
+    finally:
+        tf.dispose(vs)
+        opt.dispose()
+    return [("W2 MLP train step (Adam), batch 128", t["fg"], t["np"], 1e3, "ms")]
+
+
+# ---------------------------------------------------------------- W3: big elementwise
+
+def w3(reps, sizes=(10**6, 10**7)):
+    """Gradient of sum(exp(x) sin(x) + x x), against a fused floor that reuses buffers."""
+    rows = []
+    for n in sizes:
+        xn = np.linspace(-1, 1, n).astype(np.float32)
+        x = tf.tensor(xn)
+        e, out, tmp = np.empty_like(xn), np.empty_like(xn), np.empty_like(xn)
+
+        def floor():
+            # d/dx = e^x (sin x + cos x) + 2x, in three preallocated buffers
+            np.exp(xn, out=e)
+            np.sin(xn, out=out)
+            np.cos(xn, out=tmp)
+            np.add(out, tmp, out=out)
+            np.multiply(out, e, out=out)
+            np.multiply(xn, 2, out=tmp)
+            return np.add(out, tmp, out=out)
+        g = tf.grad(lambda t: (t.exp() * t.sin() + t * t).sum())
+        np.testing.assert_allclose(g(x).numpy(), floor(), rtol=1e-5, atol=1e-6)
+        t = measure({"fg": lambda: g(x), "np": floor}, reps)
+        rows.append((f"W3 grad of sum(exp sin + x^2), {n:.0e}", t["fg"], t["np"], 1e3, "ms"))
+    return rows
+
+
+# ---------------------------------------------------------------- W4a: grad of grad
+
+def w4a(reps, n=10**6):
+    """d2/dx2 of x^3 on 1e6 elements by grad of grad, against the closed form 6x."""
+    xn = np.linspace(-1, 1, n).astype(np.float32)
+    x = tf.tensor(xn)
+    d2 = tf.grad(tf.grad(lambda t: t * t * t))
+    out = np.empty_like(xn)
+
+    def closed():
+        return np.multiply(xn, 6, out=out)
+    np.testing.assert_allclose(d2(x).numpy(), closed(), rtol=1e-5, atol=1e-5)
+    t = measure({"fg": lambda: d2(x), "np": closed}, reps)
+    return [("W4a d2/dx2 of x^3, 1e6, grad of grad", t["fg"], t["np"], 1e3, "ms")]
+
+
+# ---------------------------------------------------------------- W5: tiny steps
+
+def w5(reps, steps=10_000):
+    """10,000 tiny SGD steps, each inside tidy; memory flat."""
+    wn, xn, yn = np.float32(0.5), np.float32(2.0), np.float32(5.0)
+    w = tf.variable(tf.scalar(0.5))
+    x, y = tf.scalar(2.0), tf.scalar(5.0)
+
+    def fg():
+        for _ in range(steps):
+            tf.tidy(lambda: w.assign(w - tf.grad(lambda v: (v * x - y).square())(w) * 0.01))
+
+    def floor():
+        v = np.array(wn)
+        for _ in range(steps):
+            g = 2 * (v * xn - yn) * xn
+            v = v - np.float32(0.01) * g
+        return v
+    try:
+        before = tf.memory().num_tensors
+        fg()
+        assert tf.memory().num_tensors == before, "W5 leaked tensors"
+        w.assign(tf.scalar(0.5))
+        fg()
+        np.testing.assert_allclose(w.item(), floor(), rtol=1e-5)
+        t = measure({"fg": fg, "np": floor}, max(1, reps // 3), warmup=1)
+    finally:
+        w.dispose()
+    return [("W5 tiny SGD step in tidy", t["fg"], t["np"], 1e6 / steps, "us/step")]
+
+
+WORKLOADS.update({"W2": w2, "W3": w3, "W4a": w4a, "W5": w5})
+WORKLOADS = {k: WORKLOADS[k] for k in ("W1", "W2", "W3", "W4a", "W4b", "W5", "debug")}

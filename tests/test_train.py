@@ -384,3 +384,23 @@ def test_clip_by_value_gradient_at_the_bounds():
     x = tf.tensor([-1.0, -0.5, 0.5, 1.0])
     g = tf.grad(lambda x: x.clip_by_value(-0.5, 0.5))(x)
     assert g.numpy().tolist() == [0, 1, 1, 0]
+
+
+@pytest.mark.parametrize("kind, cfg, make", CONFIGS, ids=IDS)
+def test_fused_updates_equal_the_op_by_op_rules_to_the_bit(kind, cfg, make, monkeypatch):
+    from flowgrad.train import optimizers
+    results = []
+    for fused in (True, False):
+        if not fused:
+            monkeypatch.setattr(optimizers, "_FUSED", {})
+        vs = [tf.variable(tf.tensor(w)) for w in MLP0] + [tf.variable(tf.scalar(0.7))]
+        opt = make()
+        try:
+            for _ in range(4):
+                opt.minimize(lambda: flowgrad_losses(vs[:4])() + vs[4].square())
+            results.append([v.numpy() for v in vs])
+        finally:
+            tf.dispose(vs)
+            opt.dispose()
+    for a, b in zip(*results):
+        np.testing.assert_array_equal(a, b)

@@ -19,7 +19,8 @@ from ..ops import OPS
 from ..tensor import Tensor, Variable, _VARIABLES, convert, slot_variable
 from .clipping import clip_by_global_norm, clip_by_norm
 
-EPSILON = 1e-7          # TF.js cpu backend's epsilon(): the default of every epsilon
+from . import fused
+from .fused import EPSILON      # TF.js cpu backend's epsilon(): the default of every epsilon
 
 
 class NonFiniteGradientWarning(UserWarning):
@@ -129,7 +130,9 @@ class Optimizer:
         out = [Result(name="iter", tensor=OPS["scalar"](self.iterations, "int32"))]
         for slot in self.slot_names:
             for var, slots in self._slots.values():
-                out.append(Result(name=f"{var.name}/{slot}", tensor=slots[slot].clone()))
+                # a copy: fused updates change slot arrays in place
+                out.append(Result(name=f"{var.name}/{slot}",
+                                  tensor=OPS["tensor"](slots[slot].numpy())))
         return out
 
     def set_weights(self, weights):
@@ -152,8 +155,7 @@ class Optimizer:
             var = _VARIABLES.get(vname)
             if var is None:
                 raise ArgumentError(f"set_weights(): no variable named '{vname}' is registered")
-            self._slots_of(var)[slot].assign(convert(t, name, "set_weights",
-                                                     dtype=var.dtype))
+            self._slots_of(var)[slot].assign(_own_copy(t, name, var))
 
     def get_config(self):
         """The constructor's arguments (snake_case keys; camelCase keys resolve too)."""
@@ -218,12 +220,18 @@ class Optimizer:
                 return False
         lr = self.current_learning_rate()
 
+        # one fused kernel per variable unless the update itself is being differentiated
+        rule = None if E.is_recording() else _FUSED.get(type(self))
+
         def step():
             for var, g in pairs:
                 slots = self._slots_of(var)
                 if g is None or var.is_disposed:
                     continue
-                new = self._update(var, g, slots, lr)
+                if rule is not None:
+                    new = fused.run(rule, self, var, g, slots, lr)
+                else:
+                    new = self._update(var, g, slots, lr)
                 var.assign(new)
         E.tidy(step)
         self.iterations += 1
@@ -610,3 +618,18 @@ def rmsprop(learning_rate=None, decay=0.9, momentum=0.0, epsilon=None, centered=
     True
     """
     return RMSPropOptimizer(learning_rate, decay, momentum, epsilon, centered, **clip)
+
+
+def _own_copy(t, name, var):
+    """A private copy of t in var's dtype (fused updates write into slot arrays)."""
+    t = convert(t, name, "set_weights", dtype=var.dtype)
+    arr = t.numpy()
+    if arr.dtype != dtypes.NP[var.dtype]:
+        arr = arr.astype(dtypes.NP[var.dtype])
+    return OPS["tensor"](arr)
+
+
+_FUSED = {SGDOptimizer: fused.sgd, MomentumOptimizer: fused.momentum,
+          AdagradOptimizer: fused.adagrad, AdadeltaOptimizer: fused.adadelta,
+          AdamOptimizer: fused.adam, AdamWOptimizer: fused.adamw,
+          AdamaxOptimizer: fused.adamax, RMSPropOptimizer: fused.rmsprop}
