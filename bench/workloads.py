@@ -54,6 +54,11 @@ def w1(reps, n_ops=200):
                     reps, inner=5)
         rows.append((f"W1 chain fwd+bwd, {size} elt", t["fg"], t["np"], 1e6 / n_ops,
                      "us/op"))
+        jitted = tf.jit(tf.grad(lambda t: _chain(t, n_ops)))
+        np.testing.assert_allclose(jitted(x).numpy(), floor(), rtol=1e-4)
+        t = measure({"fg": lambda: jitted(x), "np": floor}, reps, inner=5)
+        rows.append((f"W1 chain fwd+bwd, {size} elt, tf.jit", t["fg"], t["np"], 1e6 / n_ops,
+                     "us/op"))
         fwd_np = _chain_fwd_floor(a, n_ops)
         t = measure({"fg": lambda: _chain(x, n_ops), "np": fwd_np}, reps, inner=5)
         rows.append((f"W1 chain fwd only, {size} elt", t["fg"], t["np"], 1e6 / n_ops,
@@ -197,7 +202,21 @@ def w2(reps, steps=200):
     finally:
         tf.dispose(vs)
         opt.dispose()
-    return [("W2 MLP train step (Adam), batch 128", t["fg"], t["np"], 1e3, "ms")]
+    rows = [("W2 MLP train step (Adam), batch 128", t["fg"], t["np"], 1e3, "ms")]
+    # the same training run with the whole step traced once and replayed
+    floor = _NumpyAdam(params)
+    vs, opt, loss = _mlp_flowgrad(x, y, params)
+    step = tf.jit(lambda: opt.minimize(loss, return_cost=True))
+    try:
+        for _ in range(steps):
+            last_np = floor.step(x, y)
+            last_fg = step().item()
+        np.testing.assert_allclose(last_fg, last_np, rtol=2e-3)
+        t = measure({"fg": step, "np": lambda: floor.step(x, y)}, reps, inner=5)
+    finally:
+        tf.dispose(vs)
+        opt.dispose()
+    return rows + [("W2 ..., tf.jit(minimize)", t["fg"], t["np"], 1e3, "ms")]
 
 
 # ---------------------------------------------------------------- W3: big elementwise
@@ -223,6 +242,10 @@ def w3(reps, sizes=(10**6, 10**7)):
         np.testing.assert_allclose(g(x).numpy(), floor(), rtol=1e-5, atol=1e-6)
         t = measure({"fg": lambda: g(x), "np": floor}, reps)
         rows.append((f"W3 grad of sum(exp sin + x^2), {n:.0e}", t["fg"], t["np"], 1e3, "ms"))
+        jg = tf.jit(g)
+        np.testing.assert_allclose(jg(x).numpy(), floor(), rtol=1e-5, atol=1e-6)
+        t = measure({"fg": lambda: jg(x), "np": floor}, reps)
+        rows.append((f"W3 ... {n:.0e}, tf.jit", t["fg"], t["np"], 1e3, "ms"))
     return rows
 
 
@@ -239,7 +262,11 @@ def w4a(reps, n=10**6):
         return np.multiply(xn, 6, out=out)
     np.testing.assert_allclose(d2(x).numpy(), closed(), rtol=1e-5, atol=1e-5)
     t = measure({"fg": lambda: d2(x), "np": closed}, reps)
-    return [("W4a d2/dx2 of x^3, 1e6, grad of grad", t["fg"], t["np"], 1e3, "ms")]
+    rows = [("W4a d2/dx2 of x^3, 1e6, grad of grad", t["fg"], t["np"], 1e3, "ms")]
+    jd2 = tf.jit(d2)
+    np.testing.assert_allclose(jd2(x).numpy(), closed(), rtol=1e-5, atol=1e-5)
+    t = measure({"fg": lambda: jd2(x), "np": closed}, reps)
+    return rows + [("W4a ..., tf.jit", t["fg"], t["np"], 1e3, "ms")]
 
 
 # ---------------------------------------------------------------- W5: tiny steps
@@ -250,9 +277,17 @@ def w5(reps, steps=10_000):
     w = tf.variable(tf.scalar(0.5))
     x, y = tf.scalar(2.0), tf.scalar(5.0)
 
+    def step():
+        w.assign(w - tf.grad(lambda v: (v * x - y).square())(w) * 0.01)
+    jstep = tf.jit(step)
+
     def fg():
         for _ in range(steps):
-            tf.tidy(lambda: w.assign(w - tf.grad(lambda v: (v * x - y).square())(w) * 0.01))
+            tf.tidy(step)
+
+    def fg_jit():
+        for _ in range(steps):
+            tf.tidy(jstep)
 
     def floor():
         v = np.array(wn)
@@ -267,10 +302,17 @@ def w5(reps, steps=10_000):
         w.assign(tf.scalar(0.5))
         fg()
         np.testing.assert_allclose(w.item(), floor(), rtol=1e-5)
-        t = measure({"fg": fg, "np": floor}, max(1, reps // 3), warmup=1)
+        w.assign(tf.scalar(0.5))
+        fg_jit()
+        np.testing.assert_allclose(w.item(), floor(), rtol=1e-5)
+        before = tf.memory().num_tensors
+        fg_jit()
+        assert tf.memory().num_tensors == before, "W5 (jit) leaked tensors"
+        t = measure({"fg": fg, "jit": fg_jit, "np": floor}, max(1, reps // 3), warmup=1)
     finally:
         w.dispose()
-    return [("W5 tiny SGD step in tidy", t["fg"], t["np"], 1e6 / steps, "us/step")]
+    return [("W5 tiny SGD step in tidy", t["fg"], t["np"], 1e6 / steps, "us/step"),
+            ("W5 ..., tf.jit", t["jit"], t["np"], 1e6 / steps, "us/step")]
 
 
 WORKLOADS.update({"W2": w2, "W3": w3, "W4a": w4a, "W5": w5})

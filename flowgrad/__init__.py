@@ -18,6 +18,7 @@ from .tensor import Tensor, Variable, dispose_variables, variable
 from .gradients import (GradMap, GradientTape, custom_grad, grad, grads, value_and_grad,
                         value_and_grads, variable_grads)
 from .jacobians import hessian, hvp, jacobian, jvp, vjp
+from .jit import JitError, jit
 from . import debug
 from .debug import disable_debug_mode, enable_debug_mode
 from .names import camel_to_snake as _camel_to_snake

@@ -41,6 +41,7 @@ _session = None            # the Session that receives recorded nodes
 _in_backward = 0           # > 0 while gradient rules run (they may read disposed saved tensors)
 _live_sessions = 0
 _zombies = []              # disposed tensors whose arrays a live session may still read
+_tracer = None             # flowgrad.jit's tracer while a function is being traced
 
 
 class Primitive:
@@ -52,10 +53,10 @@ class Primitive:
     (its inputs get zero gradient). Declared with the helpers in ``flowgrad.ops._core``.
     """
     __slots__ = ("name", "fwd", "vjp", "multi", "save_y", "view", "cut", "vjp_needs",
-                 "strict", "batch", "arg_names", "__weakref__")
+                 "strict", "batch", "ufunc", "arg_names", "__weakref__")
 
     def __init__(self, name, fwd, *, multi=False, save_y=False, view=False, cut=False,
-                 strict=False, batch=False):
+                 strict=False, batch=False, ufunc=None):
         self.name = name          # kernel name, as in TF.js ("Exp", "BatchMatMul")
         self.fwd = fwd
         self.vjp = None
@@ -67,6 +68,9 @@ class Primitive:
         self.strict = strict      # custom gradients: shapes must match exactly
         # the rule accepts dy with extra leading (batch) axes: vectorised jacobians
         self.batch = batch
+        # the kernel is this backend ufunc (by name) on float inputs: tf.jit may give it
+        # an out= buffer
+        self.ufunc = ufunc
         code = getattr(fwd, "__code__", None)
         # input names for messages: the kernel's positional parameters after the backend
         self.arg_names = code.co_varnames[1:code.co_argcount] if code is not None else ()

@@ -63,8 +63,11 @@ class Tensor:
                                 f"{self.shape}, id {self.id})")
 
     def _array(self):
+        """The array, for reading values (user-facing conversions go through here)."""
         if self._disposed:
             self.throw_if_disposed()
+        if E._tracer is not None:
+            E._tracer.on_read(self)
         return self._data
 
     # ------------------------------------------------------------- conversion
@@ -227,7 +230,8 @@ class Variable(Tensor):
         if value.shape != self.shape:
             raise VariableError(f"shape of the new value {value.shape} and previous value "
                                 f"{self.shape} must match")
-        data = value._array()
+        value.throw_if_disposed()
+        data = value._data          # not a read of the value (tf.jit traces assignments)
         if E._depth > 0 and E._session is not None:
             for n in E._session.nodes:
                 if any(t is self for t in n.inputs):
@@ -236,6 +240,8 @@ class Variable(Tensor):
                         f"an op used it, so its gradient would be computed from the new "
                         f"value. Compute the new value inside, and assign() after the "
                         f"gradient call returns.")
+        if E._tracer is not None:
+            E._tracer.on_assign(self, value)
         E.share_buffer(value, self)
         self._data = data
         return self

@@ -11,7 +11,7 @@ from ._core import as_tensor, binary, binary_args, export, primitive
 from .logical import where
 
 
-@binary("Add")
+@binary("Add", ufunc="add")
 def add(B, a, b):
     """a + b, with broadcasting.
 
@@ -28,7 +28,7 @@ def _(dy, a, b):
     return dy, dy
 
 
-@binary("Sub")
+@binary("Sub", ufunc="subtract")
 def sub(B, a, b):
     """a - b, with broadcasting.
 
@@ -45,7 +45,7 @@ def _(dy, a, b, needs):
     return dy, (-dy if needs[1] else None)
 
 
-@binary("Multiply")
+@binary("Multiply", ufunc="multiply")
 def mul(B, a, b):
     """a · b, elementwise with broadcasting.
 
@@ -62,7 +62,7 @@ def _(dy, a, b, needs):
     return (dy * b if needs[0] else None), (dy * a if needs[1] else None)
 
 
-@binary("RealDiv")
+@binary("RealDiv", ufunc="true_divide")
 def div(B, a, b):
     """a / b. Two int32 tensors divide with floor (TF.js): [5, -7] / 2 = [2, -4].
 
@@ -115,7 +115,7 @@ def _(dy, a, b, needs):
     return dy, (-dy * (a / b).floor() if needs[1] else None)
 
 
-@binary("Pow", save_y=True)
+@binary("Pow", save_y=True, ufunc="power")
 def pow(B, a, b):  # noqa: A001 - the TF.js name
     """a ** b, elementwise. d/db uses log(a) where a > 0 and 0 elsewhere (TF.js).
 
@@ -140,7 +140,7 @@ def _(dy, a, b, y, needs):
     return da, db
 
 
-@binary("Maximum")
+@binary("Maximum", ufunc="maximum")
 def maximum(B, a, b):
     """Elementwise max. [conv] a tie sends the gradient to a.
 
@@ -158,7 +158,7 @@ def _(dy, a, b, needs):
     return (where(mask, dy, 0) if needs[0] else None), (where(mask, 0, dy) if needs[1] else None)
 
 
-@binary("Minimum")
+@binary("Minimum", ufunc="minimum")
 def minimum(B, a, b):
     """Elementwise min. [conv] a tie sends the gradient to a.
 
@@ -195,7 +195,7 @@ def _(dy, a, b):
     return g, -g
 
 
-@binary("Atan2", policy="float")
+@binary("Atan2", policy="float", ufunc="arctan2")
 def atan2(B, a, b):
     """The angle of the point (b, a): arctan(a/b) in the right quadrant.
 

@@ -18,7 +18,7 @@ _SQRT_PI_2 = 2.0 / math.sqrt(math.pi)
 
 # ---------------------------------------------------------------- arithmetic
 
-@unary("Neg", policy="numeric")
+@unary("Neg", policy="numeric", ufunc="negative")
 def neg(B, x):
     """-x, elementwise.
 
@@ -35,7 +35,7 @@ def _(dy, x):
     return -dy
 
 
-@unary("Square", policy="numeric")
+@unary("Square", policy="numeric", ufunc="square")
 def square(B, x):
     """x², elementwise.
 
@@ -52,7 +52,7 @@ def _(dy, x):
     return dy * (x * 2)
 
 
-@unary("Sqrt", save_y=True)
+@unary("Sqrt", save_y=True, ufunc="sqrt")
 def sqrt(B, x):
     """√x, elementwise (NaN below 0). Gradient +Inf at 0.
 
@@ -103,7 +103,7 @@ def _(dy, x, y):
     return -dy * (y * y)
 
 
-@unary("Abs", policy="numeric")
+@unary("Abs", policy="numeric", ufunc="absolute")
 def abs(B, x):  # noqa: A001 - the TF.js name
     """|x|, elementwise. [conv] abs'(0) = -1, as TF.js.
 
@@ -122,7 +122,7 @@ def _(dy, x):
 
 # ---------------------------------------------------------------- exponentials and logs
 
-@unary("Exp", save_y=True)
+@unary("Exp", save_y=True, ufunc="exp")
 def exp(B, x):
     """eˣ, elementwise. Every derivative is right (TF.js's exp'' throws).
 
@@ -139,7 +139,7 @@ def _(dy, x, y):
     return dy * y
 
 
-@unary("Expm1", save_y=True)
+@unary("Expm1", save_y=True, ufunc="expm1")
 def expm1(B, x):
     """eˣ - 1, accurate near 0.
 
@@ -156,7 +156,7 @@ def _(dy, x, y):
     return dy * (y + 1)
 
 
-@unary("Log")
+@unary("Log", ufunc="log")
 def log(B, x):
     """Natural logarithm (-Inf at 0, NaN below).
 
@@ -173,7 +173,7 @@ def _(dy, x):
     return dy / x
 
 
-@unary("Log1p")
+@unary("Log1p", ufunc="log1p")
 def log1p(B, x):
     """log(1 + x), accurate near 0.
 
@@ -209,7 +209,7 @@ def _(dy, x):
 
 # ---------------------------------------------------------------- trigonometry
 
-@unary("Sin")
+@unary("Sin", ufunc="sin")
 def sin(B, x):
     """sin x.
 
@@ -226,7 +226,7 @@ def _(dy, x):
     return dy * x.cos()
 
 
-@unary("Cos")
+@unary("Cos", ufunc="cos")
 def cos(B, x):
     """cos x.
 
@@ -243,7 +243,7 @@ def _(dy, x):
     return -dy * x.sin()
 
 
-@unary("Tan")
+@unary("Tan", ufunc="tan")
 def tan(B, x):
     """tan x.
 
@@ -260,7 +260,7 @@ def _(dy, x):
     return dy / x.cos().square()
 
 
-@unary("Asin")
+@unary("Asin", ufunc="arcsin")
 def asin(B, x):
     """arcsin x (NaN outside [-1, 1]).
 
@@ -277,7 +277,7 @@ def _(dy, x):
     return dy / (1 - x.square()).sqrt()
 
 
-@unary("Acos")
+@unary("Acos", ufunc="arccos")
 def acos(B, x):
     """arccos x (NaN outside [-1, 1]).
 
@@ -294,7 +294,7 @@ def _(dy, x):
     return -dy / (1 - x.square()).sqrt()
 
 
-@unary("Atan")
+@unary("Atan", ufunc="arctan")
 def atan(B, x):
     """arctan x.
 
@@ -311,7 +311,7 @@ def _(dy, x):
     return dy / (x.square() + 1)
 
 
-@unary("Sinh")
+@unary("Sinh", ufunc="sinh")
 def sinh(B, x):
     """sinh x.
 
@@ -328,7 +328,7 @@ def _(dy, x):
     return dy * x.cosh()
 
 
-@unary("Cosh")
+@unary("Cosh", ufunc="cosh")
 def cosh(B, x):
     """cosh x.
 
@@ -345,7 +345,7 @@ def _(dy, x):
     return dy * x.sinh()
 
 
-@unary("Tanh", save_y=True)
+@unary("Tanh", save_y=True, ufunc="tanh")
 def tanh(B, x):
     """tanh x. Every derivative is right (TF.js's tanh'' throws).
 
@@ -373,7 +373,7 @@ def _(g, dy, y, needs):
             g * dy * y * -2 if needs[1] else None)
 
 
-@unary("Asinh")
+@unary("Asinh", ufunc="arcsinh")
 def asinh(B, x):
     """arsinh x.
 
@@ -390,7 +390,7 @@ def _(dy, x):
     return dy / (x.square() + 1).sqrt()
 
 
-@unary("Acosh")
+@unary("Acosh", ufunc="arccosh")
 def acosh(B, x):
     """arcosh x (NaN below 1).
 
@@ -407,7 +407,7 @@ def _(dy, x):
     return dy / (x.square() - 1).sqrt()
 
 
-@unary("Atanh")
+@unary("Atanh", ufunc="arctanh")
 def atanh(B, x):
     """artanh x (NaN outside (-1, 1)).
 

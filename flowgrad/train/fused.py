@@ -17,7 +17,11 @@ EPSILON = 1e-7          # TF.js cpu backend's epsilon(): the default of every ep
 
 
 @primitive("ApplyUpdate")
-def _apply_update(B, w, g, *slots, rule, lr, t, opt):
+def _apply_update(B, w, g, *slots, rule, opt):
+    # the step and the learning rate are read when the kernel runs, so a tf.jit replay of
+    # a training step sees them change
+    t = opt.iterations + 1
+    lr = opt.current_learning_rate()
     if w.ndim == 0:
         # NOTE: ufuncs on 0-d arrays return scalars, which cannot take out=: work on
         # 1-element views (writes go through to the slots) and give back a 0-d result
@@ -27,10 +31,21 @@ def _apply_update(B, w, g, *slots, rule, lr, t, opt):
     return rule(B, opt, w, g, slots, lr, t)
 
 
-def run(rule, opt, var, g, slots, lr):
+def run(rule, opt, var, g, slots):
     """The new value of ``var`` (a tensor); the slot variables are updated in place."""
     return E.run_kernel(_apply_update, (var, g) + tuple(slots.values()),
-                        {"rule": rule, "lr": lr, "t": opt.iterations + 1, "opt": opt})
+                        {"rule": rule, "opt": opt})
+
+
+@primitive("ApplyUpdateStep")
+def _tick(B, opt):
+    opt.iterations += 1
+    return B.asarray(opt.iterations, dtype=B.int32)
+
+
+def tick(opt):
+    """Count the step, as a kernel (so that a tf.jit replay counts it too)."""
+    E.run_kernel(_tick, (), {"opt": opt})
 
 
 def _step(B, u, lr, w):

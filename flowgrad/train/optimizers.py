@@ -229,12 +229,15 @@ class Optimizer:
                 if g is None or var.is_disposed:
                     continue
                 if rule is not None:
-                    new = fused.run(rule, self, var, g, slots, lr)
+                    new = fused.run(rule, self, var, g, slots)
                 else:
                     new = self._update(var, g, slots, lr)
                 var.assign(new)
         E.tidy(step)
-        self.iterations += 1
+        if rule is not None:
+            fused.tick(self)
+        else:
+            self.iterations += 1
         if self.monitor is not None:
             self.monitor.on_applied(self, pairs)
         return True

@@ -1,0 +1,404 @@
+"""``tf.jit``: trace a function's kernels once per input signature, replay them as straight
+Python code over arrays.
+
+The first call with a given signature (the shapes and dtypes of the tensor arguments, the
+values of the others) runs the function eagerly and records every kernel it reaches —
+forward passes, backward passes, optimizer steps — with where each input came from: an
+argument, an earlier kernel, a variable (read afresh at every call) or a constant. Later
+calls run the recorded kernels in order, with no tensors, tape, scopes or checks in
+between, freeing each intermediate after its last use. Large float intermediates of
+elementwise kernels are written into buffers preallocated once and reused as lifetimes
+allow (no page faults on fresh arrays, accumulation in place).
+
+What a trace cannot see: Python decisions on tensor values (reading a value while tracing
+raises JitError), tensors the function reads from its closure (constants of the trace:
+pass changing ones as arguments; variables are fine), and Python numbers that change
+between calls (they are constants too).
+"""
+import functools
+import sys
+
+import numpy as np
+
+from . import engine as E
+from .errors import FlowgradError
+from .names import Result
+from .tensor import Tensor, Variable, convert
+
+POOL_MIN = 4096           # elements: smaller arrays are cheaper to allocate than to manage
+MAX_TRACES = 32
+
+
+class JitError(FlowgradError, RuntimeError):
+    """A function that cannot be traced (it reads tensor values, creates variables...)."""
+
+
+class _Tracer:
+    def __init__(self):
+        self.steps = []            # ("k", prim, refs, attrs, out_slots) / ("a", var, ref)
+        self.slot_of = {}          # id(tensor) -> slot
+        self.arr_slot = {}         # id(array) -> slot: tensors made from kernel outputs
+        self.meta = []             # slot -> (shape, dtype)
+        self.keep = []             # keeps traced objects alive so their ids stay unique
+        self.plain_run = E.run_kernel
+        self.plain_make = E.make_tensor
+
+    def new_slot(self, t):
+        k = len(self.meta)
+        self.meta.append((t._data.shape, t._data.dtype))
+        self.slot_of[id(t)] = k
+        self.arr_slot[id(t._data)] = k
+        self.keep.append(t)
+        return k
+
+    def ref(self, t):
+        k = self.slot_of.get(id(t))
+        if k is not None:
+            return ("s", k)
+        if isinstance(t, Variable):
+            return ("v", t)
+        return ("c", t._data)
+
+    # the seams
+    def run_kernel(self, prim, inputs, attrs=None):
+        out = self.plain_run(prim, inputs, attrs)
+        refs = tuple(self.ref(t) for t in inputs)
+        outs = out if isinstance(out, tuple) else (out,)
+        slots = tuple(self.new_slot(o) for o in outs)
+        self.steps.append(("k", prim, refs, attrs, slots))
+        return out
+
+    def make_tensor(self, a):
+        t = self.plain_make(a)
+        k = self.arr_slot.get(id(a))
+        if k is not None:          # a new tensor over a kernel's output (a saved output)
+            self.slot_of[id(t)] = k
+            self.keep.append(t)
+        return t
+
+    def on_assign(self, var, value):
+        self.steps.append(("a", var, self.ref(value)))
+
+    def on_read(self, t):
+        if id(t) in self.slot_of:
+            raise JitError("tf.jit: the function reads the value of a tensor it computed "
+                           "(item(), numpy(), print, bool()...) while being traced, so its "
+                           "Python control flow may depend on values, which a replay cannot "
+                           "follow. Remove the read from the jitted function, or do not jit "
+                           "it.")
+
+
+def _flatten(obj, leaves):
+    """A template of obj's structure, with its tensors appended to leaves."""
+    if isinstance(obj, Tensor):
+        leaves.append(obj)
+        return ("T", len(leaves) - 1)
+    if isinstance(obj, Result):
+        return ("R", type(obj), tuple((k, _flatten(getattr(obj, k), leaves))
+                                      for k in obj._fields))
+    if isinstance(obj, dict):
+        return ("D", type(obj), tuple((k, _flatten(v, leaves)) for k, v in obj.items()))
+    if isinstance(obj, (list, tuple)):
+        return ("L", type(obj), tuple(_flatten(v, leaves) for v in obj))
+    return ("X", obj)
+
+
+def _unflatten(tpl, leaves):
+    kind = tpl[0]
+    if kind == "T":
+        return leaves[tpl[1]]
+    if kind == "R":
+        return tpl[1](**{k: _unflatten(v, leaves) for k, v in tpl[2]})
+    if kind == "D":
+        d = tpl[1]()
+        for k, v in tpl[2]:
+            d[k] = _unflatten(v, leaves)
+        return d
+    if kind == "L":
+        items = [_unflatten(v, leaves) for v in tpl[2]]
+        return tpl[1](items) if tpl[1] in (list, tuple) else tpl[1](*items)
+    return tpl[1]
+
+
+class _Program:
+    """A trace compiled to a Python function over arrays."""
+
+    def __init__(self, tracer, n_args, out_refs, template):
+        self.template = template
+        self.out_kinds = [r[0] for r in out_refs]
+        self.fn, self.namespace = _compile(tracer, n_args, out_refs)
+        self.source = self.namespace["__source__"]      # the replay, as Python code
+
+    def __call__(self, arrays):
+        outs = self.fn(arrays)
+        leaves = []
+        for kind, val in zip(self.out_kinds, outs):
+            leaves.append(val if kind == "v" else E.make_tensor(val))
+        return _unflatten(self.template, leaves)
+
+
+_IMPURE = ("Random", "Dropout", "ApplyUpdate")     # kernels a replay keeps even unused
+_ONES_KEEP = ("Reshape", "BroadcastTo", "Identity")  # kernels that keep an all-ones tensor so
+
+
+def _simplify(tr, out_refs):
+    """Peepholes on the trace: multiplications by the all-ones seed of a gradient are
+    dropped (x * 1 == x to the bit), then kernels whose results nobody uses (the value of
+    a loss whose gradient alone is returned...) are removed."""
+    alias, ones, steps = {}, set(), []
+
+    def sub(r):
+        while r[0] == "s" and r[1] in alias:
+            r = alias[r[1]]
+        return r
+    for st in tr.steps:
+        if st[0] == "a":
+            steps.append(("a", st[1], sub(st[2])))
+            continue
+        _, prim, refs, attrs, outs = st
+        refs = tuple(sub(r) for r in refs)
+        name = prim.name
+        if name == "Fill" and attrs.get("value") == 1:
+            ones.add(outs[0])
+        elif name in _ONES_KEEP and refs[0][0] == "s" and refs[0][1] in ones:
+            ones.add(outs[0])
+        elif name == "Multiply":
+            out_meta = tr.meta[outs[0]]
+            for a, b in (refs, refs[::-1]):
+                if b[0] == "s" and b[1] in ones and a[0] == "s" and tr.meta[a[1]] == out_meta:
+                    alias[outs[0]] = a
+                    break
+            if outs[0] in alias:
+                continue
+        steps.append(("k", prim, refs, attrs, outs))
+    out_refs = [sub(r) for r in out_refs]
+    live = {r[1] for r in out_refs if r[0] == "s"}
+    kept = []
+    for st in reversed(steps):
+        if st[0] == "k" and not any(o in live for o in st[4]) and \
+                not st[1].name.startswith(_IMPURE):
+            continue
+        kept.append(st)
+        for r in (st[2] if st[0] == "k" else (st[2],)):
+            if r[0] == "s":
+                live.add(r[1])
+    return kept[::-1], out_refs
+
+
+def _compile(tr, n_args, out_refs):
+    steps, out_refs = _simplify(tr, out_refs)
+    # __name__: NumPy's warnings from the replay are flowgrad's (filtered like kernels')
+    ns = {"np": np, "B": E.B, "_set": _set_var, "__name__": "flowgrad.jit.replay"}
+    names = {}
+
+    def name_of(ref):
+        kind, val = ref
+        if kind == "s":
+            return f"s{val}"
+        key = (kind, id(val))
+        if key not in names:
+            names[key] = f"{kind}{len(names)}"
+            # NOTE: a 0-d constant as a NumPy scalar: scalar arithmetic is several times
+            # faster than ufuncs on 0-d arrays, with the same dtype and result
+            ns[names[key]] = val[()] if isinstance(val, np.ndarray) and val.ndim == 0 else val
+        return names[key] + ("._data" if kind == "v" else "")
+
+    # liveness: the last step reading each slot
+    last = {}
+    for i, st in enumerate(steps):
+        for r in (st[2] if st[0] == "k" else (st[2],)):
+            if r[0] == "s":
+                last[r[1]] = i
+    escape = {r[1] for r in out_refs if r[0] == "s"}
+    escape |= {st[2][1] for st in steps if st[0] == "a" and st[2][0] == "s"}
+    # a non-elementwise kernel may return a view of its input: inputs of views that escape
+    # escape too, and an input lives as long as the output that may view it
+    for st in reversed(steps):
+        if st[0] == "k" and st[1].ufunc is None:
+            outs = st[4]
+            for r in st[2]:
+                if r[0] == "s":
+                    if any(o in escape for o in outs):
+                        escape.add(r[1])
+                    last[r[1]] = max([last.get(o, -1) for o in outs] + [last.get(r[1], -1)])
+    pools = _plan(tr, steps, last, escape)
+    lines = ["def replay(args):"]
+    lines += [f"    s{i} = args[{i}]" for i in range(n_args)]
+    dead_after = {}
+    for slot, i in last.items():
+        dead_after.setdefault(i, []).append(slot)
+    for i, st in enumerate(steps):
+        if st[0] == "a":
+            lines.append(f"    _set({name_of(('c', st[1]))}, {name_of(st[2])})")
+        else:
+            _, prim, refs, attrs, outs = st
+            args = ", ".join(name_of(r) for r in refs)
+            target = ", ".join(f"s{o}" for o in outs) + ("," if prim.multi and len(outs) == 1
+                                                        else "")
+            kind = _ufunc_target(tr, prim, refs, outs, pools, escape)
+            if kind == "pool":
+                ns[f"u{i}"] = getattr(E.B, prim.ufunc)
+                ns[f"p{outs[0]}"] = pools[outs[0]]
+                lines.append(f"    {target} = u{i}({args}, out=p{outs[0]})")
+            elif kind == "recycle":
+                ns[f"u{i}"] = getattr(E.B, prim.ufunc)
+                ns[f"r{outs[0]}"] = _Recycled(*tr.meta[outs[0]])
+                lines.append(f"    {target} = u{i}({args}, out=r{outs[0]}())")
+            else:
+                ns[f"f{i}"] = prim.fwd
+                call = ", ".join(["B"] + ([args] if args else []))
+                if attrs:
+                    ns[f"a{i}"] = attrs
+                    lines.append(f"    {target} = f{i}({call}, **a{i})")
+                else:
+                    lines.append(f"    {target} = f{i}({call})")
+        for slot in dead_after.get(i, ()):
+            if slot not in escape:
+                lines.append(f"    del s{slot}")
+    outs = ", ".join(name_of(("c", r[1])) if r[0] == "v" else name_of(r) for r in out_refs)
+    lines.append(f"    return ({outs}{',' if len(out_refs) == 1 else ''})")
+    src = "\n".join(lines)
+    exec(compile(src, "<flowgrad.jit>", "exec"), ns)
+    ns["__source__"] = src
+    return ns["replay"], ns
+
+
+def _big_float_ufunc(tr, prim, refs, outs):
+    if prim.ufunc is None or len(outs) != 1:
+        return False
+    shape, dt = tr.meta[outs[0]]
+    if dt.kind != "f" or int(np.prod(shape)) < POOL_MIN:
+        return False
+    return all(r[0] != "s" or tr.meta[r[1]][1] == dt for r in refs)
+
+
+def _ufunc_target(tr, prim, refs, outs, pools, escape):
+    if outs[0] in pools:
+        return "pool"
+    if outs[0] in escape and _big_float_ufunc(tr, prim, refs, outs):
+        return "recycle"
+    return None
+
+
+class _Recycled:
+    """The buffer of an output returned by the previous call, reused when nothing holds it
+    any more (so a loop over a jitted function does not page-fault on fresh arrays)."""
+    __slots__ = ("arr", "shape", "dtype")
+
+    def __init__(self, shape, dtype):
+        self.arr, self.shape, self.dtype = None, shape, dtype
+
+    def __call__(self):
+        a = self.arr
+        # NOTE: references: self.arr, the local a, getrefcount's argument
+        if a is None or sys.getrefcount(a) > 3:
+            a = self.arr = np.empty(self.shape, self.dtype)
+        return a
+
+
+def _plan(tr, steps, last, escape):
+    """Preallocated buffers for large float outputs of elementwise kernels, reused once the
+    slots using them are dead."""
+    free = {}                 # (shape, dtype) -> [buffer]
+    release = {}              # step -> [(key, buffer)]
+    pools = {}
+    for i, st in enumerate(steps):
+        for key, buf in release.pop(i - 1, ()):
+            free.setdefault(key, []).append(buf)
+        if st[0] != "k":
+            continue
+        prim, refs, outs = st[1], st[2], st[4]
+        if outs[0] in escape or not _big_float_ufunc(tr, prim, refs, outs):
+            continue
+        key = tr.meta[outs[0]]
+        # an input dying here may lend its buffer to the output (elementwise: in place)
+        for r in refs:
+            if r[0] == "s" and last.get(r[1]) == i and r[1] in pools and \
+                    tr.meta[r[1]] == key:
+                lst = release.get(i, [])
+                for j, (k2, b2) in enumerate(lst):
+                    if b2 is pools[r[1]]:
+                        free.setdefault(key, []).append(lst.pop(j)[1])
+                        break
+        buf = free[key].pop() if free.get(key) else np.empty(*key)
+        pools[outs[0]] = buf
+        release.setdefault(last.get(outs[0], i), []).append((key, buf))
+    return pools
+
+
+def _set_var(var, arr):
+    """Variable.assign for a replay: the variable takes the array (accounting updated)."""
+    E.release_buffer(var)
+    E.num_buffers += 1
+    var._buf = None
+    var._data = arr
+
+
+
+
+def jit(fn=None, *, max_traces=MAX_TRACES):
+    """Trace ``fn`` once per input signature and replay its kernels as flat NumPy code.
+
+    The same results as calling fn, for functions whose Python control flow does not
+    depend on tensor values. Inside a recording gradient function fn runs eagerly (so it
+    can be differentiated).
+
+    >>> import flowgrad as tf
+    >>> step = tf.jit(tf.grad(lambda x: (x.sin() * x).sum()))
+    >>> step(tf.tensor([1.0, 2.0])).shape, step(tf.tensor([3.0, 4.0])).shape
+    ((2,), (2,))
+    """
+    if fn is None:
+        return functools.partial(jit, max_traces=max_traces)
+    if not callable(fn):
+        raise FlowgradError(f"tf.jit(fn): fn must be a function, got {type(fn).__name__}")
+    programs = {}
+
+    @functools.wraps(fn)
+    def wrapper(*args):
+        if E._recording or E._tracer is not None:
+            return fn(*args)           # differentiated, or inside an outer trace: eagerly
+        ts = [a if isinstance(a, Tensor) else convert(a, f"args[{i}]", "jit")
+              for i, a in enumerate(args)]
+        arrays = []
+        for t in ts:
+            if t._disposed:
+                t.throw_if_disposed()
+            arrays.append(t._data)
+        key = tuple((a.shape, a.dtype) for a in arrays)
+        prog = programs.get(key)
+        if prog is not None:
+            return prog(arrays)
+        result, prog = _trace(fn, ts)
+        if len(programs) >= max_traces:
+            programs.pop(next(iter(programs)))
+        programs[key] = prog
+        return result
+
+    wrapper.traces = programs
+    return wrapper
+
+
+def _trace(fn, ts):
+    from .tensor import _VARIABLES
+    tr = _Tracer()
+    for t in ts:
+        tr.new_slot(t)
+    n_vars = len(_VARIABLES)
+    E._tracer = tr
+    E.run_kernel = tr.run_kernel
+    E.make_tensor = tr.make_tensor
+    try:
+        result = fn(*ts)
+    finally:
+        E._tracer = None
+        E.run_kernel = tr.plain_run
+        E.make_tensor = tr.plain_make
+    if len(_VARIABLES) != n_vars:
+        raise JitError("tf.jit: the function created or disposed variables while being "
+                       "traced; a replay would not: create variables outside the jitted "
+                       "function.")
+    leaves = []
+    template = _flatten(result, leaves)
+    out_refs = [tr.ref(t) for t in leaves]
+    return result, _Program(tr, len(ts), out_refs, template)
