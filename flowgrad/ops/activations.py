@@ -101,8 +101,11 @@ def _(dy, x):
 
 @primitive("ReluGrad", batch=True)
 def _relu_grad(B, dy, x):
-    # [conv] relu'(0) = 0; a NaN input passes NaN (TF.js: dy * step(x))
-    return B.where(x > 0, dy, B.where(x != x, x, 0)).astype(dy.dtype, copy=False)
+    # [conv] relu'(0) = 0; a NaN input passes NaN (TF.js: dy * step(x)); heaviside is that
+    # step, in one pass
+    if x.dtype.kind == "f":
+        return B.multiply(dy, B.heaviside(x, x.dtype.type(0)), dtype=dy.dtype)
+    return B.multiply(dy, x > 0, dtype=dy.dtype)
 
 
 @_relu_grad.def_vjp
