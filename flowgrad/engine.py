@@ -419,6 +419,8 @@ def end_scope(result=None):
     global _scope, num_tensors, num_bytes, num_buffers
     _, tensors = _scope_stack.pop()
     _scope = _scope_stack[-1][1] if _scope_stack else None
+    if not tensors:
+        return
     keep_ids = set()
     if result is not None:
         for t in walk_tensors(result):
