@@ -21,6 +21,7 @@ from .jacobians import hessian, hvp, jacobian, jvp, vjp
 from .jit import JitError, jit
 from . import debug
 from .debug import disable_debug_mode, enable_debug_mode
+from .debug import profile, time  # noqa: A004 - TF.js's tf.profile and tf.time
 from .names import camel_to_snake as _camel_to_snake
 from . import train
 from .train import (AdadeltaOptimizer, AdagradOptimizer, AdamaxOptimizer, AdamOptimizer,

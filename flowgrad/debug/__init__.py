@@ -4,6 +4,9 @@ from .explain import Explanation, InputExplanation, explain_gradient
 from .gradcheck import (Culprit, GradCheckError, GradCheckReport, InputCheck,
                         check_custom_grad, check_grads)
 from .hooks import HookHandle, on_gradient, register_hook
+from .graph import Graph, GraphNode, GraphvizError, graph
+from .leaks import LeakReport, LeakSite, LeakTracker, track_leaks
+from .profile import KernelInfo, ProfileInfo, profile, time
 from .numerics import (Finding, NumericsError, NumericsWarning, check_numerics,
                        disable_debug_mode, enable_debug_mode)
 from .numerics import _from_environment
@@ -14,3 +17,5 @@ __all__ = ["Culprit", "Explanation", "Finding", "GradCheckError", "GradCheckRepo
            "HookHandle", "InputCheck", "InputExplanation", "NumericsError", "NumericsWarning",
            "check_custom_grad", "check_grads", "check_numerics", "disable_debug_mode",
            "enable_debug_mode", "explain_gradient", "on_gradient", "register_hook"]
+__all__ += ["Graph", "GraphNode", "GraphvizError", "KernelInfo", "LeakReport", "LeakSite",
+            "LeakTracker", "ProfileInfo", "graph", "profile", "time", "track_leaks"]

@@ -1,0 +1,173 @@
+"""``tf.profile(f)`` and ``tf.time(f)``: what f allocated and which kernels it ran, as TF.js
+reports them (``new_bytes``, ``new_tensors``, ``peak_bytes``, ``kernels``, ``kernel_names``,
+``result``), and how long its kernels took.
+
+Synchronous in Python (TF.js's are async); the result is also awaitable, so a translated
+``await tf.profile(f)`` works in async code. Off, nothing is instrumented: the kernel entry
+is timed only while a profile runs, by wrapping the plain kernel entry that ``sites`` calls.
+"""
+import inspect
+import time as _time
+
+from .. import engine as E
+from ..errors import ArgumentError
+from ..names import Result
+from . import leaks, sites
+
+
+class ProfileInfo(Result):
+    """``tf.profile``'s answer: attributes, ``info["new_bytes"]``, camelCase keys
+    (``info.newBytes``), and ``await info`` (it is its own result)."""
+
+    def __await__(self):
+        return self
+        yield  # noqa: unreachable - makes this a generator
+
+
+class KernelInfo(Result):
+    """One kernel run, as in TF.js's profile: name, bytes_added, total_bytes_snapshot,
+    tensors_added, total_tensors_snapshot, input_shapes, output_shapes, kernel_time_ms,
+    extra_info (the kernel's attributes)."""
+
+
+class TimingInfo(ProfileInfo):
+    """``tf.time``'s answer: kernel_ms (time inside kernels) and wall_ms (all of f)."""
+
+
+_active = []            # open profiles (innermost last); each gets every kernel
+_last = [0.0]           # duration (s) of the kernel that just ran
+_orig_plain = None
+
+
+def _timed(prim, inputs, attrs=None):
+    t0 = _time.perf_counter()
+    out = _orig_plain(prim, inputs, attrs)
+    _last[0] = _time.perf_counter() - t0
+    return out
+
+
+def _on_kernel(prim, inputs, attrs, out):
+    dt = _last[0]
+    for p in _active:
+        p.kernel(prim, inputs, attrs, out, dt)
+
+
+def _on_tensor(t, kind):
+    for p in _active:
+        p.peak = max(p.peak, E.num_bytes)
+
+
+def _start(p):
+    global _orig_plain
+    if not _active:
+        _orig_plain = sites._plain
+        sites._plain = _timed            # sites' instrumented entry calls this
+        sites.add_checker(_on_kernel)
+        leaks.add_listener(_on_tensor)
+    _active.append(p)
+
+
+def _stop(p):
+    _active.remove(p)
+    if not _active:
+        leaks.remove_listener(_on_tensor)
+        sites._plain = _orig_plain
+        sites.remove_checker(_on_kernel)
+
+
+def _attrs_text(attrs):
+    if not attrs:
+        return ""
+    return ", ".join(f"{k}={v!r}" for k, v in attrs.items()
+                     if not hasattr(v, "__array__") or getattr(v, "size", 2) < 2)
+
+
+class _Run:
+    def __init__(self, keep_kernels=True):
+        self.kernels = []
+        self.kernel_s = 0.0
+        self.keep = keep_kernels
+        self.peak = E.num_bytes
+
+    def kernel(self, prim, inputs, attrs, out, dt):
+        self.kernel_s += dt
+        self.peak = max(self.peak, E.num_bytes)
+        if not self.keep:
+            return
+        outs = out if isinstance(out, tuple) else (out,)
+        self.kernels.append(KernelInfo(
+            name=prim.name,
+            bytes_added=sum(o._data.nbytes for o in outs),
+            total_bytes_snapshot=E.num_bytes,
+            tensors_added=len(outs),
+            total_tensors_snapshot=E.num_tensors,
+            input_shapes=[list(t.shape) for t in inputs],
+            output_shapes=[list(o.shape) for o in outs],
+            kernel_time_ms=dt * 1000.0,
+            extra_info=_attrs_text(attrs)))
+
+
+def _check(f, api):
+    if not callable(f):
+        raise ArgumentError(f"{api}(f): f must be a function (called with no arguments), "
+                            f"got {type(f).__name__}")
+
+
+_ASYNC = ("profile(f): f is async (returns a coroutine), but flowgrad runs f synchronously: "
+          "make f a plain function (every flowgrad op is synchronous, nothing needs await)")
+
+
+def profile(f):
+    """Run ``f()`` and report its memory and kernels as TF.js's ``tf.profile``: new_bytes and
+    new_tensors (the change in ``tf.memory()``), peak_bytes (the highest ``num_bytes`` seen
+    while f ran), kernels (one entry per kernel run), kernel_names (unique, in order) and
+    result (what f returned). Unlike TF.js, a tensor f dropped (garbage-collected) is not
+    counted as new: here only the sum outlives f.
+
+    >>> import flowgrad as tf
+    >>> x = tf.tensor([1.0, 2.0, 3.0])
+    >>> info = tf.profile(lambda: x.square().sum())
+    >>> info.kernel_names, info.new_tensors, info.new_bytes, info.result.item()
+    (['Square', 'Sum'], 1, 4, 14.0)
+    >>> info.kernels[0].output_shapes, info.kernelNames == info.kernel_names
+    ([[3]], True)
+    """
+    _check(f, "profile")
+    if inspect.iscoroutinefunction(f):
+        raise ArgumentError(_ASYNC)
+    run = _Run()
+    start_bytes, start_tensors = E.num_bytes, E.num_tensors
+    _start(run)
+    try:
+        result = f()
+    finally:
+        _stop(run)
+    if hasattr(result, "__await__") and not isinstance(result, ProfileInfo):
+        getattr(result, "close", lambda: None)()
+        raise ArgumentError(_ASYNC)
+    names = list(dict.fromkeys(k.name for k in run.kernels))
+    return ProfileInfo(new_bytes=E.num_bytes - start_bytes,
+                       new_tensors=E.num_tensors - start_tensors,
+                       peak_bytes=max(run.peak, E.num_bytes), kernels=run.kernels,
+                       result=result, kernel_names=names)
+
+
+def time(f):  # noqa: A001 - the TF.js name
+    """Run ``f()`` and return ``kernel_ms`` (time spent inside kernels) and ``wall_ms`` (the
+    whole call), as TF.js's ``tf.time``.
+
+    >>> import flowgrad as tf
+    >>> t = tf.time(lambda: tf.ones([100, 100]).mat_mul(tf.ones([100, 100])))
+    >>> sorted(t.keys()), 0 <= t.kernel_ms <= t.wall_ms
+    (['kernel_ms', 'wall_ms'], True)
+    """
+    _check(f, "time")
+    run = _Run(keep_kernels=False)
+    _start(run)
+    t0 = _time.perf_counter()
+    try:
+        f()
+    finally:
+        wall = _time.perf_counter() - t0
+        _stop(run)
+    return TimingInfo(kernel_ms=run.kernel_s * 1000.0, wall_ms=wall * 1000.0)
