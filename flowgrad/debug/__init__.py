@@ -7,6 +7,9 @@ from .hooks import HookHandle, on_gradient, register_hook
 from .graph import Graph, GraphNode, GraphvizError, graph
 from .leaks import LeakReport, LeakSite, LeakTracker, track_leaks
 from .profile import KernelInfo, ProfileInfo, profile, time
+from .monitor import (Flag, GradientMonitor, History, MissingDependencyError, monitor)
+from .plots import plot_grad_flow, plot_grad_norms, plot_histograms, plot_loss
+from .report import report
 from .numerics import (Finding, NumericsError, NumericsWarning, check_numerics,
                        disable_debug_mode, enable_debug_mode)
 from .numerics import _from_environment
@@ -19,3 +22,5 @@ __all__ = ["Culprit", "Explanation", "Finding", "GradCheckError", "GradCheckRepo
            "enable_debug_mode", "explain_gradient", "on_gradient", "register_hook"]
 __all__ += ["Graph", "GraphNode", "GraphvizError", "KernelInfo", "LeakReport", "LeakSite",
             "LeakTracker", "ProfileInfo", "graph", "profile", "time", "track_leaks"]
+__all__ += ["Flag", "GradientMonitor", "History", "MissingDependencyError", "monitor",
+            "plot_grad_flow", "plot_grad_norms", "plot_histograms", "plot_loss", "report"]

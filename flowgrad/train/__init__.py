@@ -4,6 +4,7 @@ from .optimizers import (AdadeltaOptimizer, AdagradOptimizer, AdamaxOptimizer, A
                          AdamWOptimizer, ConfigDict, MomentumOptimizer, NonFiniteGradientWarning,
                          Optimizer, RMSPropOptimizer, SGDOptimizer, adadelta, adagrad, adam,
                          adamax, adamw, momentum, rmsprop, sgd)
+from .progress import Progress, progress
 from .schedules import (CosineDecay, ExponentialDecay, PiecewiseConstant, Schedule, Warmup,
                         cosine_decay, exponential_decay, piecewise_constant, warmup)
 from ..names import camel_to_snake as _camel_to_snake

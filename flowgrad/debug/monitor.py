@@ -1,0 +1,604 @@
+"""Gradient health over training: ``tf.debug.GradientMonitor``.
+
+Attach a monitor to an optimizer (``opt.monitor = m`` or ``m = tf.debug.monitor(opt)``), or
+feed it ``variable_grads`` results with ``m.record(...)``. Per step and per variable it keeps
+the gradient's L2 norm, max |g|, fraction of zeros, NaN and Inf counts, a small histogram,
+the update-to-weight ratio ||Δw|| / ||w||, and the loss; it flags vanishing, exploding and
+non-finite gradients with the step they started. ``m.summary()`` is a console table,
+``m.history`` the numbers as NumPy arrays, ``m.plot_*()`` matplotlib figures,
+``m.to_tensorboard(logdir)`` TensorBoard event files, and ``tf.debug.report(m)`` one HTML
+page with all of it. An optimizer without a monitor pays only an ``is None`` check.
+"""
+import math
+
+import numpy as np
+
+from ..errors import ArgumentError, FlowgradError
+from ..names import Result, camel_to_snake
+from ..tensor import Tensor, Variable, _VARIABLES
+
+METRICS = ("grad_norm", "max_abs", "zero_fraction", "nan_count", "inf_count", "update_ratio",
+           "weight_norm")
+KINDS = ("vanishing", "exploding", "nonfinite")
+
+
+class MissingDependencyError(FlowgradError, ImportError):
+    """An optional dependency (an extra such as ``flowgrad[viz]``) is not installed."""
+
+
+def require(module, extra, what):
+    """Import an optional module, or raise MissingDependencyError naming the extra.
+
+    >>> require("numpy", "viz", "arrays").__name__
+    'numpy'
+    """
+    import importlib
+    try:
+        return importlib.import_module(module)
+    except ImportError:
+        raise MissingDependencyError(
+            f"{what} need{'s' if not what.endswith('s') else ''} {module.split('.')[0]}: "
+            f"pip install 'flowgrad[{extra}]'") from None
+
+
+class Flag:
+    """A variable whose gradient is vanishing, exploding or non-finite.
+
+    ``variable`` (name), ``kind`` ("vanishing", "exploding", "nonfinite"), ``start`` (the
+    first step of the first run of ``patience`` flagged steps), ``end`` (the last flagged
+    step), ``count`` (flagged steps from ``start`` on), ``value`` (the gradient norm at
+    ``start``), ``reason`` (the criterion that held) and ``ongoing`` (flagged at the
+    variable's last recorded step).
+
+    >>> f = Flag("w", "vanishing", 3, 2.5e-9, "norm < 1e-07")
+    >>> str(f)
+    "'w': vanishing from step 3 (norm 2.5e-09; norm < 1e-07), 1 step, ongoing"
+    """
+
+    def __init__(self, variable, kind, start, value, reason):
+        self.variable, self.kind, self.start, self.value = variable, kind, start, value
+        self.reason = reason
+        self.end = start
+        self.count = 1
+        self.ongoing = True
+
+    def __str__(self):
+        steps = f"{self.count} step{'s' if self.count != 1 else ''}"
+        until = ", ongoing" if self.ongoing else f", last at step {self.end}"
+        why = self.reason if self.kind == "nonfinite" else \
+            f"norm {self.value:.3g}; {self.reason}"
+        return f"'{self.variable}': {self.kind} from step {self.start} ({why}), {steps}{until}"
+
+    __repr__ = __str__
+
+
+class History:
+    """What a monitor recorded, as NumPy arrays over steps: ``steps``, ``loss``,
+    ``global_norm`` (the L2 norm of all gradients together), and per variable name a dict
+    metric -> array (``h["w"]["grad_norm"]``); ``matrix(metric)`` stacks one metric as
+    variables × steps. A step where a variable had no gradient holds NaN.
+
+    >>> h = History([0, 1], [2.0, 1.0], [0.5, 0.25], {"w": {"grad_norm": [0.5, 0.25]}})
+    >>> h["w"]["grad_norm"], h.names
+    (array([0.5 , 0.25]), ['w'])
+    """
+
+    def __init__(self, steps, loss, global_norm, variables):
+        self.steps = np.asarray(steps, dtype=np.int64)
+        self.loss = np.asarray(loss, dtype=np.float64)
+        self.global_norm = np.asarray(global_norm, dtype=np.float64)
+        self.variables = {n: {k: np.asarray(v, dtype=np.float64) for k, v in m.items()}
+                          for n, m in variables.items()}
+
+    @property
+    def names(self):
+        """The variable names, in the order they were first seen."""
+        return list(self.variables)
+
+    def __getitem__(self, name):
+        if name not in self.variables:
+            raise KeyError(f"no variable '{name}' in the history (it has: "
+                           f"{', '.join(self.variables) or 'none'})")
+        return self.variables[name]
+
+    def __contains__(self, name):
+        return name in self.variables
+
+    def __iter__(self):
+        return iter(self.variables)
+
+    def __len__(self):
+        return len(self.steps)
+
+    def keys(self):
+        """The variable names (as ``names``)."""
+        return self.names
+
+    def matrix(self, metric="grad_norm"):
+        """One metric as a (variables, steps) array, rows in ``names`` order.
+
+        >>> History([0], [1.0], [2.0], {"a": {"grad_norm": [2.0]}}).matrix().shape
+        (1, 1)
+        """
+        if metric not in METRICS:
+            raise ArgumentError(f"unknown metric '{metric}'; the metrics are "
+                                f"{', '.join(METRICS)}")
+        if not self.variables:
+            return np.zeros((0, len(self.steps)))
+        return np.stack([m[metric] for m in self.variables.values()])
+
+    def __repr__(self):
+        return f"History({len(self.steps)} steps, variables {self.names})"
+
+
+class GradientMonitor:
+    """Watches gradients over training (see the module docstring for how to feed it).
+
+    Metrics per step and variable (``METRICS``; ``history[name][metric]``): ``grad_norm``
+    (L2, in float64), ``max_abs`` (max |g| over the non-NaN values), ``zero_fraction``,
+    ``nan_count``, ``inf_count``, ``update_ratio`` and ``weight_norm`` (before the update).
+    Steps are numbered from 0 in the order the monitor sees them (or by ``record(step=)``).
+
+    Criteria, per variable and step (a variable gets one flag per kind; ``start`` is the first
+    step of the first run of ``patience`` consecutive steps in which the criterion held):
+
+    - vanishing: the gradient's L2 norm is below ``vanish_threshold`` (default 1e-7), or,
+      with ``vanish_ratio`` set, below ``vanish_ratio`` × its median over the variable's
+      first ``baseline_steps`` steps (checked after those steps).
+    - exploding: the norm is above ``explode_threshold`` (default 1e3; an Inf counts), or,
+      with ``explode_ratio`` set, above ``explode_ratio`` × that baseline.
+    - nonfinite: the gradient holds a NaN or an Inf.
+
+    ``update_ratio`` at step t is ||w after − w before|| / ||w before|| of the update made
+    with step t's gradients (``track_updates=True``): measured around the optimizer's update
+    when attached; with ``record()``, from the weights at this record and the next one (so
+    the last step's ratio is NaN until then). A zero weight gives Inf (0 if it did not move).
+    ``bins`` (0 for none) is the size of the gradient histograms; they are kept for every
+    ``hist_every``-th step and the last one (set it above 1, or bins=0, for long runs).
+
+    >>> import flowgrad as tf
+    >>> w = tf.variable(tf.tensor([3.0, -4.0]), name="w_mon_doc")
+    >>> opt = tf.train.sgd(0.1)
+    >>> m = tf.debug.monitor(opt)
+    >>> for _ in range(3):
+    ...     opt.minimize(lambda: w.square().sum())
+    >>> m.history["w_mon_doc"]["grad_norm"].round(5)     # |2 w|: 10, then 8, then 6.4
+    array([10. ,  8. ,  6.4])
+    >>> m.history["w_mon_doc"]["update_ratio"].round(5)  # sgd with lr 0.1 moves w by 20 %
+    array([0.2, 0.2, 0.2])
+    >>> m.flags
+    []
+    >>> w.dispose(); opt.dispose()
+    """
+
+    def __init__(self, vanish_threshold=1e-7, explode_threshold=1e3, vanish_ratio=None,
+                 explode_ratio=None, baseline_steps=5, patience=1, track_updates=True,
+                 bins=30, hist_every=1):
+        for name, v in (("vanish_threshold", vanish_threshold),
+                        ("explode_threshold", explode_threshold),
+                        ("vanish_ratio", vanish_ratio), ("explode_ratio", explode_ratio)):
+            if v is not None and not float(v) > 0:
+                raise ArgumentError(f"GradientMonitor: {name} must be a positive number or "
+                                    f"None (no such criterion), got {v!r}")
+        for name, v, low in (("baseline_steps", baseline_steps, 1), ("patience", patience, 1),
+                             ("bins", bins, 0), ("hist_every", hist_every, 1)):
+            if not isinstance(v, int) or v < low:
+                raise ArgumentError(f"GradientMonitor: {name} must be an integer >= {low}"
+                                    f"{' (0 keeps no histograms)' if low == 0 else ''}, got "
+                                    f"{v!r}")
+        self.vanish_threshold = vanish_threshold
+        self.explode_threshold = explode_threshold
+        self.vanish_ratio = vanish_ratio
+        self.explode_ratio = explode_ratio
+        self.baseline_steps = baseline_steps
+        self.patience = patience
+        self.track_updates = bool(track_updates)
+        self.bins = bins
+        self.hist_every = hist_every
+        self.optimizer = None
+        self._steps = []          # step numbers
+        self._loss = []
+        self._rows = []           # per step: {name: [metric values in METRICS order]}
+        self._hists = {}          # step index -> {name: (range, counts, min, max, n, sum, sumsq)}
+        self._shapes = {}         # name -> shape, in first-seen order
+        self._norms = {}          # name -> first baseline_steps norms
+        self._runs = {}           # (name, kind) -> (run start, run length, value at start)
+        self._flags = {}          # (name, kind) -> Flag
+        self._pending = None      # (row index, {name: (variable, weights before)})
+        self._live = []           # open TensorBoard writers (to_tensorboard(live=True))
+
+    # ------------------------------------------------------------- feeding
+    def record(self, grads, loss=None, variables=None, step=None):
+        """Record one step's gradients: a ``variable_grads`` result (its value is the loss),
+        a mapping of variable name or Variable -> gradient, or ``(gradient, variable)``
+        pairs. ``variables`` (Variables, or name -> Variable) are the weights whose update
+        ratio to measure; by default the registered variables of those names. ``step``
+        numbers the step (default: the next integer). Returns the monitor.
+
+        >>> import flowgrad as tf
+        >>> w = tf.variable(tf.tensor([0.0, 3.0, -4.0]), name="w_rec_doc")
+        >>> m = tf.debug.GradientMonitor().record(tf.variable_grads(lambda: (w * w).sum()))
+        >>> h = m.history
+        >>> h.loss, h["w_rec_doc"]["grad_norm"], h["w_rec_doc"]["zero_fraction"].round(3)
+        (array([25.]), array([10.]), array([0.333]))
+        >>> w.dispose()
+        """
+        if isinstance(grads, Result) and "grads" in grads.keys():
+            if loss is None and "value" in grads.keys():
+                loss = grads.value
+            grads = grads.grads
+        if isinstance(grads, dict):
+            items = list(grads.items())
+        elif isinstance(grads, (list, tuple)):
+            items = []
+            for item in grads:
+                if not (isinstance(item, (list, tuple)) and len(item) == 2):
+                    raise ArgumentError("GradientMonitor.record(): list entries must be "
+                                        "(gradient, variable) pairs")
+                g, v = item
+                items.append((v, g) if isinstance(v, (Variable, str)) else (g, v))
+        else:
+            raise ArgumentError(f"GradientMonitor.record() takes variable_grads' result, a "
+                                f"mapping of variable (or name) to gradient, or (gradient, "
+                                f"variable) pairs; got {type(grads).__name__}")
+        if isinstance(variables, dict):
+            lookup = {(k.name if isinstance(k, Variable) else k): v for k, v in
+                      variables.items()}
+        elif variables is not None:
+            lookup = {v.name: v for v in variables}
+        else:
+            lookup = _VARIABLES
+        pairs = []
+        for key, g in items:
+            name = key.name if isinstance(key, Variable) else str(key)
+            var = key if isinstance(key, Variable) else lookup.get(name)
+            pairs.append((name, var, g))
+        self._observe(pairs, loss, step)
+        return self
+
+    def attach(self, optimizer):
+        """Watch every update of ``optimizer`` (sets ``optimizer.monitor``); returns self."""
+        if not hasattr(optimizer, "monitor"):
+            raise ArgumentError(f"GradientMonitor.attach() takes an optimizer "
+                                f"(tf.train.sgd(...), ...), got {type(optimizer).__name__}")
+        optimizer.monitor = self
+        self.optimizer = optimizer
+        return self
+
+    def detach(self):
+        """Stop watching the optimizer this monitor is attached to; returns self."""
+        if self.optimizer is not None and self.optimizer.monitor is self:
+            self.optimizer.monitor = None
+        self.optimizer = None
+        return self
+
+    # the optimizer's observer protocol (Optimizer._apply)
+    def on_apply(self, opt, pairs, loss):
+        """Called by the optimizer before an update, with (variable, gradient) pairs."""
+        self._observe([(v.name, v, g) for v, g in pairs], loss, None)
+
+    def on_applied(self, opt, pairs):
+        """Called by the optimizer after the update: measures the update ratios."""
+        self._finish_update()
+
+    # ------------------------------------------------------------- reading
+    @property
+    def steps(self):
+        """How many steps were recorded."""
+        return len(self._steps)
+
+    @property
+    def last_loss(self):
+        """The loss of the last recorded step (NaN when none was given)."""
+        return self._loss[-1] if self._loss else math.nan
+
+    @property
+    def last_global_norm(self):
+        """The L2 norm of all of the last step's gradients together."""
+        return self._global_norm(-1) if self._rows else math.nan
+
+    @property
+    def history(self):
+        """The recorded numbers as a ``History`` of NumPy arrays."""
+        names = list(self._shapes)
+        per = {n: {k: [] for k in METRICS} for n in names}
+        for row in self._rows:
+            for n in names:
+                vals = row.get(n)
+                for i, k in enumerate(METRICS):
+                    per[n][k].append(math.nan if vals is None else vals[i])
+        gn = [self._global_norm(i) for i in range(len(self._rows))]
+        return History(self._steps, self._loss, gn, per)
+
+    @property
+    def flags(self):
+        """The vanishing / exploding / nonfinite ``Flag``s, in order of their start step."""
+        order = {n: i for i, n in enumerate(self._shapes)}
+        return sorted(self._flags.values(), key=lambda f: (f.start, order[f.variable],
+                                                           KINDS.index(f.kind)))
+
+    @property
+    def vanishing(self):
+        """{variable name: step the vanishing started}."""
+        return {f.variable: f.start for f in self.flags if f.kind == "vanishing"}
+
+    @property
+    def exploding(self):
+        """{variable name: step the exploding started}."""
+        return {f.variable: f.start for f in self.flags if f.kind == "exploding"}
+
+    def histogram(self, step=-1, name=None):
+        """The histogram of one step's gradient of ``name`` as ``(edges, counts)`` (NumPy
+        arrays; counts of finite values), or {name: (edges, counts)} when name is None.
+        ``step`` indexes the recorded steps (-1: the last).
+
+        >>> import flowgrad as tf
+        >>> m = tf.debug.GradientMonitor(bins=2).record({"a": tf.tensor([0.0, 1.0, 1.0])})
+        >>> m.histogram(-1, "a")
+        (array([0. , 0.5, 1. ]), array([1, 2]))
+        """
+        if not self._steps or not self.bins:
+            raise ArgumentError("GradientMonitor.histogram(): no step recorded yet"
+                                if not self._steps else "this monitor keeps no histograms "
+                                "(bins=0): create it with bins=30")
+        i = step + len(self._steps) if step < 0 else step
+        if not 0 <= i < len(self._steps):
+            raise ArgumentError(f"GradientMonitor.histogram(): step index {step} is out of "
+                                f"range ({len(self._steps)} steps recorded)")
+        if i not in self._hists:
+            raise ArgumentError(f"GradientMonitor.histogram(): step index {step} has no "
+                                f"histogram: this monitor keeps those of the step indices that "
+                                f"are multiples of hist_every={self.hist_every}, and the last "
+                                f"(hist_every=1 keeps all)")
+        hs = {n: (_edges(h), h[1].astype(np.int64)) for n, h in self._hists[i].items()}
+        if name is None:
+            return hs
+        if name not in hs:
+            raise ArgumentError(f"GradientMonitor.histogram(): variable '{name}' has no "
+                                f"finite gradient at that step (it has: {', '.join(hs)})")
+        return hs[name][0], hs[name][1]
+
+    def summary_rows(self):
+        """One dict per variable with the numbers of ``summary()``'s table."""
+        from .report import _summary_rows
+        return _summary_rows(self)
+
+    def summary(self):
+        """The console table: per variable the last step's gradient norm, the range of its
+        norms, max |g|, fraction of zeros, NaN and Inf counts, the last update ratio and the
+        flags; then the flags in words.
+
+        >>> import flowgrad as tf
+        >>> m = tf.debug.GradientMonitor().record({"w": tf.tensor([3.0, 4.0])}, loss=1.5)
+        >>> print(m.summary())          # doctest: +NORMALIZE_WHITESPACE
+        GradientMonitor: 1 step (0..0); loss 1.5; last global gradient norm 5
+        variable  shape  grad norm  norm range    max |g|  zeros  NaN  Inf  upd/weight  flags
+        w         [2]    5          [5, 5]        4        0%     0    0    -           -
+        No vanishing, exploding or non-finite gradient.
+        """
+        from .report import _console_summary
+        return _console_summary(self)
+
+    def print_summary(self):
+        """Print ``summary()``.
+
+        >>> import flowgrad as tf
+        >>> tf.debug.GradientMonitor().print_summary()
+        GradientMonitor: no step recorded yet.
+        """
+        print(self.summary())
+
+    def __repr__(self):
+        return (f"GradientMonitor({len(self._steps)} steps, {len(self._shapes)} variables, "
+                f"{len(self._flags)} flags)")
+
+    def __getattr__(self, name):
+        snake = camel_to_snake(name)
+        if snake != name:
+            return getattr(self, snake)
+        raise AttributeError(f"'GradientMonitor' object has no attribute '{name}'")
+
+    # ------------------------------------------------------------- plots (flowgrad[viz])
+    def plot_loss(self, path=None, log=None):
+        """The loss over steps (see ``tf.debug.plot_loss``)."""
+        from .plots import plot_loss
+        return plot_loss(self, path=path, log=log)
+
+    def plot_grad_norms(self, path=None, variables=None):
+        """Gradient norm per variable over steps, log scale (``tf.debug.plot_grad_norms``)."""
+        from .plots import plot_grad_norms
+        return plot_grad_norms(self, path=path, variables=variables)
+
+    def plot_grad_flow(self, path=None):
+        """Heatmap of log10 gradient norms, variables × steps (``tf.debug.plot_grad_flow``)."""
+        from .plots import plot_grad_flow
+        return plot_grad_flow(self, path=path)
+
+    def plot_histograms(self, step=-1, path=None, variables=None):
+        """Histograms of one step's gradients (``tf.debug.plot_histograms``)."""
+        from .plots import plot_histograms
+        return plot_histograms(self, step=step, path=path, variables=variables)
+
+    # ------------------------------------------------------------- TensorBoard
+    def to_tensorboard(self, logdir, live=False):
+        """Write the history to TensorBoard event files in ``logdir`` (tensorboardX, extra
+        ``flowgrad[tensorboard]``): scalars ``loss``, ``grad_norm/global``,
+        ``grad_norm/<variable>``, ``update_ratio/<variable>`` and histograms
+        ``grads/<variable>``. With ``live=True`` later steps are written as they come, until
+        ``close()``. Returns the logdir.
+
+        >>> import flowgrad as tf, tempfile
+        >>> m = tf.debug.GradientMonitor().record({"w": tf.tensor([3.0, 4.0])}, loss=1.5)
+        >>> d = m.to_tensorboard(tempfile.mkdtemp())
+        """
+        from .report import _write_tensorboard
+        return _write_tensorboard(self, logdir, live)
+
+    def close(self):
+        """Close the TensorBoard writers opened by ``to_tensorboard(live=True)``."""
+        for w in self._live:
+            w.close()
+        self._live = []
+
+    # ------------------------------------------------------------- machinery
+    def _observe(self, pairs, loss, step):
+        self._finish_update()
+        if step is None:
+            step = self._steps[-1] + 1 if self._steps else 0
+        elif self._steps and step <= self._steps[-1]:
+            raise ArgumentError(f"GradientMonitor.record(): steps must increase; step {step} "
+                                f"comes after step {self._steps[-1]}")
+        row, hists, snaps = {}, {}, {}
+        for name, var, g in pairs:
+            if g is None:
+                continue
+            a = np.asarray(g._array() if isinstance(g, Tensor) else g)
+            vals, hist = self._stats(a)
+            if name not in self._shapes:
+                self._shapes[name] = a.shape
+            if var is not None and not var.is_disposed:
+                w = np.array(var._array(), dtype=np.float64)
+                vals[6] = _norm(w)
+                if self.track_updates:
+                    snaps[name] = (var, w)
+            row[name] = vals
+            if hist is not None:
+                hists[name] = hist
+        self._steps.append(int(step))
+        self._loss.append(_loss_value(loss))
+        self._rows.append(row)
+        if self.bins:
+            i = len(self._steps) - 1
+            self._hists[i] = hists
+            if i - 1 in self._hists and (i - 1) % self.hist_every:
+                del self._hists[i - 1]          # only every hist_every-th step and the last
+        if snaps:
+            self._pending = (len(self._steps) - 1, snaps)
+        for name, vals in row.items():
+            self._check_flags(name, int(step), vals)
+        if self._live:
+            from .report import _write_step
+            for w in self._live:
+                _write_step(self, w, len(self._steps) - 1)
+
+    def _stats(self, a):
+        a = a.astype(np.float64, copy=False) if a.dtype.kind in "fiub" else a
+        fin = np.isfinite(a)
+        n_nan = int(np.isnan(a).sum())
+        n_inf = int(np.isinf(a).sum())
+        with np.errstate(all="ignore"):
+            norm = _norm(a)
+            notnan = a[~np.isnan(a)] if n_nan else a
+            absmax = float(np.abs(notnan).max()) if notnan.size else (
+                math.nan if a.size else 0.0)
+        zeros = float((a == 0).sum() / a.size) if a.size else 0.0
+        vals = [norm, absmax, zeros, n_nan, n_inf, math.nan, math.nan]
+        hist = None
+        if self.bins and fin.any():
+            f = a[fin] if n_nan or n_inf else a.reshape(-1)
+            lo, hi = float(f.min()), float(f.max())
+            big = max(abs(lo), abs(hi))
+            rng = (lo, hi) if hi - lo > 1e-9 * big else (lo - (0.5 * big or 0.5),
+                                                         hi + (0.5 * big or 0.5))
+            try:
+                counts, _ = np.histogram(f, bins=self.bins, range=rng)
+            except ValueError:          # a range too narrow for the bins (subnormals...)
+                counts, rng = np.array([f.size]), (lo, hi)
+            hist = (rng, counts.astype(np.int32), lo, hi, int(f.size), float(f.sum()),
+                    float(np.square(f).sum()))
+        return vals, hist
+
+    def _finish_update(self):
+        if self._pending is None:
+            return
+        i, snaps = self._pending
+        row = self._rows[i]
+        self._pending = None
+        for name, (var, before) in snaps.items():
+            if var.is_disposed:
+                continue
+            after = np.asarray(var._array(), dtype=np.float64)
+            with np.errstate(all="ignore"):
+                d, w = _norm(after - before), _norm(before)
+                if w == 0:
+                    ratio = 0.0 if d == 0 else (math.nan if math.isnan(d) else math.inf)
+                else:
+                    ratio = d / w
+            row[name][5] = float(ratio)
+        if self._live:
+            from .report import _write_step
+            for w in self._live:
+                _write_step(self, w, i, ratios_only=True)
+
+    def _check_flags(self, name, step, vals):
+        norm = vals[0]
+        base = self._norms.setdefault(name, [])
+        baseline = None
+        if len(base) >= self.baseline_steps:
+            baseline = float(np.median(base))
+        elif math.isfinite(norm):
+            base.append(norm)
+        hits = {"vanishing": None, "exploding": None, "nonfinite": None}
+        if vals[3] or vals[4]:
+            hits["nonfinite"] = f"{int(vals[3])} NaN, {int(vals[4])} Inf"
+        if self.vanish_threshold is not None and norm < self.vanish_threshold:
+            hits["vanishing"] = f"norm < {self.vanish_threshold:g}"
+        elif self.vanish_ratio is not None and baseline is not None and \
+                norm < self.vanish_ratio * baseline:
+            hits["vanishing"] = f"norm < {self.vanish_ratio:g} x baseline {baseline:.3g}"
+        if self.explode_threshold is not None and norm > self.explode_threshold:
+            hits["exploding"] = f"norm > {self.explode_threshold:g}"
+        elif self.explode_ratio is not None and baseline is not None and \
+                norm > self.explode_ratio * baseline:
+            hits["exploding"] = f"norm > {self.explode_ratio:g} x baseline {baseline:.3g}"
+        for kind, reason in hits.items():
+            key = (name, kind)
+            flag = self._flags.get(key)
+            if reason is None:
+                self._runs.pop(key, None)
+                if flag is not None:
+                    flag.ongoing = False
+                continue
+            start, length, value = self._runs.get(key, (step, 0, norm))
+            self._runs[key] = (start, length + 1, value)
+            if flag is not None:
+                flag.end, flag.count, flag.ongoing = step, flag.count + 1, True
+            elif length + 1 >= self.patience:
+                flag = self._flags[key] = Flag(name, kind, start, value, reason)
+                flag.end, flag.count = step, length + 1
+
+    def _global_norm(self, i):
+        sq = [v[0] ** 2 for v in self._rows[i].values()]
+        return math.sqrt(sum(sq)) if sq else math.nan
+
+
+def monitor(optimizer, **options):
+    """Attach a new ``GradientMonitor`` (with ``options``) to ``optimizer`` and return it.
+
+    >>> import flowgrad as tf
+    >>> opt = tf.train.sgd(0.1)
+    >>> m = tf.debug.monitor(opt, explode_threshold=100)
+    >>> opt.monitor is m
+    True
+    """
+    return GradientMonitor(**options).attach(optimizer)
+
+
+def _edges(hist):
+    """The bin edges of a stored histogram (np.histogram's edges are this linspace)."""
+    return np.linspace(hist[0][0], hist[0][1], len(hist[1]) + 1)
+
+
+def _norm(a):
+    return float(np.sqrt(np.sum(np.square(a, dtype=np.float64)))) if a.size else 0.0
+
+
+def _loss_value(loss):
+    if loss is None:
+        return math.nan
+    if isinstance(loss, Tensor):
+        if loss.is_disposed:
+            return math.nan
+        a = np.asarray(loss._array())
+        return float(a.reshape(-1)[0]) if a.size == 1 else float(a.mean())
+    return float(loss)

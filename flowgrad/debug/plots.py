@@ -1,0 +1,213 @@
+"""Plots of a ``GradientMonitor``'s history (matplotlib: ``pip install 'flowgrad[viz]'``).
+
+Each function returns a ``matplotlib.figure.Figure`` built without pyplot (no window, no
+global state: safe on servers and in threads; Jupyter displays it), and saves it when given
+``path=`` as PNG, SVG or PDF by the suffix. The same plots are methods of the monitor
+(``m.plot_loss()``, ``m.plot_grad_norms()``, ``m.plot_grad_flow()``, ``m.plot_histograms()``).
+matplotlib is imported only when a plot is made.
+"""
+import math
+import re
+from pathlib import Path
+
+import numpy as np
+
+from ..errors import ArgumentError
+from .monitor import GradientMonitor, require
+
+FORMATS = (".png", ".svg", ".pdf")
+
+
+def plot_loss(monitor, path=None, log=None):
+    """The loss over steps. ``log`` (default: when the positive loss spans over two
+    decades) puts the y axis on a log scale.
+
+    >>> import flowgrad as tf
+    >>> m = tf.debug.GradientMonitor()
+    >>> for i in range(3):
+    ...     _ = m.record({"w": tf.tensor([1.0])}, loss=4.0 / (i + 1))
+    >>> fig = tf.debug.plot_loss(m)
+    >>> fig.axes[0].get_lines()[0].get_ydata().round(2).tolist()
+    [4.0, 2.0, 1.33]
+    """
+    h = _history(monitor, "plot_loss")
+    fig, ax = _figure((7, 3.6))
+    loss = h.loss
+    ok = ~np.isnan(loss)
+    line, = ax.plot(h.steps[ok], loss[ok], color="C0", lw=1.5, label="loss")
+    line.set_gid("loss")
+    pos = loss[ok & (loss > 0)]
+    if log is None:
+        log = bool(ok.any() and pos.size == ok.sum() and pos.max() > 100 * pos.min())
+    if log:
+        ax.set_yscale("log")
+    if not ok.any():
+        _empty(ax, "no loss recorded (feed record(..., loss=...) or use minimize)")
+    ax.set_xlabel("step")
+    ax.set_ylabel("loss")
+    ax.set_title("Loss")
+    ax.grid(True, alpha=0.3)
+    return _save(fig, path)
+
+
+def plot_grad_norms(monitor, path=None, variables=None, global_norm=True):
+    """The L2 norm of each variable's gradient over steps, on a log scale, with the
+    global norm (dashed, black), the vanishing / exploding thresholds (dotted) and a cross
+    where a flag started. ``variables`` picks names (default: all).
+
+    >>> import flowgrad as tf
+    >>> m = tf.debug.GradientMonitor()
+    >>> for i in range(3):
+    ...     _ = m.record({"a": tf.tensor([10.0 ** -i]), "b": tf.tensor([2.0])})
+    >>> fig = tf.debug.plot_grad_norms(m)
+    >>> {l.get_label(): l.get_ydata().round(4).tolist() for l in fig.axes[0].get_lines()[:2]}
+    {'a': [1.0, 0.1, 0.01], 'b': [2.0, 2.0, 2.0]}
+    """
+    h = _history(monitor, "plot_grad_norms")
+    names = _names(h, variables)
+    fig, ax = _figure((7.5, 4.2))
+    plotted = False
+    for i, n in enumerate(names):
+        y = h[n]["grad_norm"]
+        ok = np.isfinite(y) & (y > 0)
+        line, = ax.plot(h.steps[ok], y[ok], color=f"C{i % 10}", lw=1.3, label=n)
+        line.set_gid(_gid("grad-norm", n))
+        plotted |= bool(ok.any())
+    if global_norm and len(names) > 1:
+        g = h.global_norm
+        ok = np.isfinite(g) & (g > 0)
+        line, = ax.plot(h.steps[ok], g[ok], "k--", lw=1.2, label="global")
+        line.set_gid("grad-norm-global")
+    for thr, label in ((monitor.vanish_threshold, "vanish threshold"),
+                       (monitor.explode_threshold, "explode threshold")):
+        if thr is not None and plotted:
+            ax.axhline(thr, color="0.5", ls=":", lw=1, label=label)
+    for f in monitor.flags:
+        if f.variable in names and f.kind != "nonfinite" and f.value > 0 and \
+                math.isfinite(f.value):
+            ax.plot([f.start], [f.value], "x", ms=9, mew=2,
+                    color=f"C{names.index(f.variable) % 10}")
+    if plotted:
+        ax.set_yscale("log")
+    else:
+        _empty(ax, "no positive finite gradient norm recorded")
+    ax.set_xlabel("step")
+    ax.set_ylabel("gradient L2 norm")
+    ax.set_title("Gradient norm per variable")
+    ax.grid(True, which="both", alpha=0.25)
+    if names:
+        ax.legend(fontsize=8, ncol=max(1, math.ceil(len(names) / 12)), loc="best")
+    return _save(fig, path)
+
+
+def plot_grad_flow(monitor, path=None):
+    """The gradient flow: a heatmap of log10 gradient norms, one row per variable (in the
+    order first seen), one column per step. Zero and missing norms are grey.
+
+    >>> import flowgrad as tf
+    >>> m = tf.debug.GradientMonitor().record({"a": tf.tensor([100.0]), "b": tf.tensor([0.1])})
+    >>> tf.debug.plot_grad_flow(m).axes[0].images[0].get_array().round(4).tolist()
+    [[2.0], [-1.0]]
+    """
+    h = _history(monitor, "plot_grad_flow")
+    names = h.names
+    mat = h.matrix("grad_norm")
+    with np.errstate(all="ignore"):
+        logs = np.where(np.isfinite(mat) & (mat > 0), np.log10(np.where(mat > 0, mat, 1)),
+                        np.nan)
+    fig, ax = _figure((8, 1.6 + 0.32 * max(len(names), 1)))
+    matplotlib = require("matplotlib", "viz", "plots")
+    cmap = matplotlib.colormaps["viridis"].with_extremes(bad="0.8")
+    steps = h.steps
+    x0, x1 = (steps[0] - 0.5, steps[-1] + 0.5) if steps.size else (-0.5, 0.5)
+    img = ax.imshow(np.ma.masked_invalid(logs), aspect="auto", interpolation="nearest",
+                    cmap=cmap, extent=(x0, x1, max(len(names), 1) - 0.5, -0.5))
+    img.set_gid("grad-flow")
+    ax.set_yticks(range(len(names)))
+    ax.set_yticklabels(names, fontsize=8)
+    ax.set_xlabel("step")
+    ax.set_title("Gradient flow (log10 of the gradient norm)")
+    fig.colorbar(img, ax=ax, label="log10 norm")
+    return _save(fig, path)
+
+
+def plot_histograms(monitor, step=-1, path=None, variables=None):
+    """Histograms of one step's gradients, one panel per variable. ``step`` indexes the
+    recorded steps (-1: the last); the monitor keeps a ``bins``-bin histogram per step.
+
+    >>> import flowgrad as tf
+    >>> m = tf.debug.GradientMonitor(bins=2).record({"w": tf.tensor([0.0, 1.0, 1.0])})
+    >>> counts, edges = tf.debug.plot_histograms(m).axes[0].patches[0].get_data()[:2]
+    >>> counts.tolist(), edges.tolist()
+    ([1.0, 2.0], [0.0, 0.5, 1.0])
+    """
+    h = _history(monitor, "plot_histograms")
+    hists = monitor.histogram(step)
+    names = [n for n in _names(h, variables) if n in hists]
+    if not names:
+        raise ArgumentError("plot_histograms(): no variable has a finite gradient at that step")
+    step_no = int(h.steps[step])
+    cols = min(3, len(names))
+    rows = math.ceil(len(names) / cols)
+    fig = _figure((3.4 * cols, 2.5 * rows + 0.4), axes=False)
+    axes = fig.subplots(rows, cols, squeeze=False).ravel()
+    for ax, n in zip(axes, names):
+        edges, counts = hists[n]
+        patch = ax.stairs(counts.astype(float), edges, fill=True, color="C0", alpha=0.8)
+        patch.set_gid(_gid("hist", n))
+        ax.set_title(n, fontsize=9)
+        ax.tick_params(labelsize=7)
+        ax.ticklabel_format(axis="x", style="sci", scilimits=(-3, 3))
+    for ax in axes[len(names):]:
+        ax.set_visible(False)
+    fig.suptitle(f"Gradient histograms at step {step_no}")
+    return _save(fig, path)
+
+
+# ---------------------------------------------------------------- helpers
+
+def _history(monitor, where):
+    if not isinstance(monitor, GradientMonitor):
+        raise ArgumentError(f"{where}() takes a tf.debug.GradientMonitor, got "
+                            f"{type(monitor).__name__}")
+    require("matplotlib", "viz", "plots")
+    return monitor.history
+
+
+def _names(h, variables):
+    if variables is None:
+        return h.names
+    if isinstance(variables, str):
+        variables = [variables]
+    names = [v.name if hasattr(v, "name") else str(v) for v in variables]
+    missing = [n for n in names if n not in h]
+    if missing:
+        raise ArgumentError(f"no gradient of {', '.join(map(repr, missing))} was recorded "
+                            f"(recorded: {', '.join(h.names) or 'none'})")
+    return names
+
+
+def _figure(size, axes=True):
+    require("matplotlib", "viz", "plots")
+    from matplotlib.figure import Figure
+    fig = Figure(figsize=size, layout="constrained")
+    return (fig, fig.add_subplot()) if axes else fig
+
+
+def _empty(ax, text):
+    ax.text(0.5, 0.5, text, ha="center", va="center", transform=ax.transAxes, color="0.4")
+
+
+def _gid(prefix, name):
+    return f"{prefix}-{re.sub(r'[^A-Za-z0-9_.-]', '_', name)}"
+
+
+def _save(fig, path):
+    if path is None:
+        return fig
+    suffix = Path(path).suffix.lower()
+    if suffix not in FORMATS:
+        raise ArgumentError(f"cannot save a plot as '{path}': the suffix picks the format, "
+                            f"one of {', '.join(FORMATS)}")
+    fig.savefig(path, format=suffix[1:], dpi=110)
+    return fig

@@ -1,0 +1,323 @@
+"""Reports of a GradientMonitor: the console summary (``m.summary()``), TensorBoard event
+files (``m.to_tensorboard(logdir)``) and ``tf.debug.report``, one self-contained HTML page
+about a training run's gradients.
+
+The page holds the monitor's flags (vanishing, exploding, non-finite, with the step each
+started), its summary table, the plots as inline SVG (loss, gradient norms, gradient flow,
+the last step's histograms) and ``check_grads`` reports. It loads nothing from anywhere: no
+scripts, no fonts, no external URLs; it can be mailed or attached to a CI run. Without
+matplotlib (``pip install 'flowgrad[viz]'``) the page is written without its plots and says so.
+"""
+import html
+import io
+import math
+import re
+from pathlib import Path
+
+import numpy as np
+
+from ..errors import ArgumentError
+from .gradcheck import GradCheckError, GradCheckReport
+from .monitor import GradientMonitor, MissingDependencyError, _edges, require
+
+_CSS = """
+body{font-family:system-ui,-apple-system,'Segoe UI',sans-serif;margin:2em auto;max-width:1100px;
+color:#222;padding:0 1em}
+h1{font-size:1.6em;margin-bottom:.2em} h2{font-size:1.25em;margin-top:1.6em;
+border-bottom:1px solid #ddd;padding-bottom:.2em}
+.meta{color:#666} table{border-collapse:collapse;font-size:.9em;margin:.5em 0}
+th,td{border:1px solid #ccc;padding:.25em .6em;text-align:right}
+th{background:#f3f3f3} td:first-child,th:first-child{text-align:left;font-family:monospace}
+td.flags,th:last-child{text-align:left} tr.flagged td{background:#fff4f0}
+ul.flags li{margin:.2em 0} .vanishing{color:#8a5a00} .exploding,.nonfinite{color:#b00020}
+.ok{color:#176f2c} .bad{color:#b00020} .badge{display:inline-block;padding:0 .5em;
+border-radius:.3em;font-weight:600;color:#fff} .badge.ok{background:#1e8e3e}
+.badge.bad{background:#c5221f} pre{background:#f7f7f7;padding:.7em;overflow-x:auto;
+font-size:.85em} .plots{display:grid;gap:1em;
+grid-template-columns:repeat(auto-fit,minmax(460px,1fr))} figure{margin:0}
+figure svg{max-width:100%;height:auto} figcaption{color:#666;font-size:.85em}
+.note{color:#666;font-style:italic}
+"""
+
+
+def report(monitor=None, path="report.html", checks=None, title="flowgrad gradient report"):
+    """Write the HTML report of ``monitor`` (a GradientMonitor, or None) and ``checks``
+    (``check_grads`` results: a GradCheckReport or GradCheckError, a list of them, or a dict
+    name -> report) to ``path``. Returns the path (a ``pathlib.Path``).
+
+    >>> import flowgrad as tf, tempfile, os
+    >>> m = tf.debug.GradientMonitor().record({"w": tf.tensor([3.0, 4.0])}, loss=2.0)
+    >>> check = tf.debug.check_grads(lambda x: x.square(), tf.tensor([1.0]))
+    >>> p = tf.debug.report(m, os.path.join(tempfile.mkdtemp(), "r.html"), checks=check)
+    >>> text = p.read_text()
+    >>> "<table" in text and "<svg" in text and "passed" in text and "http" not in text
+    True
+    """
+    if monitor is not None and not isinstance(monitor, GradientMonitor):
+        raise ArgumentError(f"report(monitor, path): monitor must be a "
+                            f"tf.debug.GradientMonitor or None, got {type(monitor).__name__}")
+    named = _checks(checks)
+    if monitor is None and not named:
+        raise ArgumentError("report(): give a GradientMonitor, check_grads reports (checks=), "
+                            "or both")
+    parts = [f"<h1>{_e(title)}</h1>"]
+    if monitor is not None:
+        parts += _monitor_parts(monitor)
+    if named:
+        parts.append("<h2>Gradient checks</h2>")
+        for name, rep in named:
+            ok = rep.passed
+            badge = (f'<span class="badge {"ok" if ok else "bad"}">'
+                     f'{"passed" if ok else "FAILED"}</span>')
+            parts.append(f'<h3>{_e(name)} {badge}</h3><pre class="check">{_e(str(rep))}'
+                         f'</pre>')
+    page = ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+            f"<title>{_e(title)}</title><style>{_CSS}</style></head><body>\n"
+            + "\n".join(parts) + "\n</body></html>\n")
+    path = Path(path)
+    path.write_text(page, encoding="utf-8")
+    return path
+
+
+def _monitor_parts(m):
+    parts = []
+    h = m.history
+    n = len(h.steps)
+    meta = f"{n} step{'s' if n != 1 else ''}, {len(h.names)} variables"
+    finite = h.loss[~np.isnan(h.loss)]
+    if finite.size:
+        meta += f"; loss {_num(finite[0])} &rarr; {_num(finite[-1])}"
+    parts.append(f'<p class="meta">{meta}. Criteria: vanishing when a gradient norm is below '
+                 f'{_crit(m.vanish_threshold, m.vanish_ratio, m.baseline_steps, "below")}; '
+                 f'exploding when above '
+                 f'{_crit(m.explode_threshold, m.explode_ratio, m.baseline_steps, "above")}'
+                 f'{"" if m.patience == 1 else f" for {m.patience} steps in a row"}.</p>')
+    parts.append("<h2>Flags</h2>")
+    flags = m.flags
+    if flags:
+        parts.append('<ul class="flags">' + "".join(_flag_html(f) for f in flags) + "</ul>")
+    else:
+        parts.append('<p class="ok">No vanishing, exploding or non-finite gradient.</p>')
+    parts.append("<h2>Summary</h2>")
+    parts.append(_table(m.summary_rows()))
+    parts.append(f"<details><summary>Console summary</summary><pre>{_e(m.summary())}</pre>"
+                 f"</details>")
+    parts.append("<h2>Plots</h2>")
+    parts.append('<div class="plots">' + "".join(_plots(m)) + "</div>")
+    return parts
+
+
+def _flag_html(f):
+    why = _e(f.reason) if f.kind == "nonfinite" else f"norm {_num(f.value)}; {_e(f.reason)}"
+    until = "ongoing" if f.ongoing else f"last at step {f.end}"
+    return (f'<li class="{f.kind}"><b>{_e(f.variable)}</b>: {f.kind} from step '
+            f'<b>{f.start}</b> ({why}), {f.count} step{"s" if f.count != 1 else ""}, '
+            f'{until}</li>')
+
+
+def _table(rows):
+    head = ("variable", "shape", "steps", "grad norm (last)", "norm min", "norm max",
+            "max |g|", "zeros", "NaN", "Inf", "update / weight", "flags")
+    out = ['<table class="summary"><thead><tr>' + "".join(f"<th>{_e(c)}</th>" for c in head)
+           + "</tr></thead><tbody>"]
+    for r in rows:
+        cells = [_e(r["variable"]), _e(str(r["shape"])), str(r["steps"]),
+                 _num(r["grad_norm"]), _num(r["norm_min"]), _num(r["norm_max"]),
+                 _num(r["max_abs"]),
+                 "-" if _nan(r["zero_fraction"]) else f"{100 * r['zero_fraction']:.3g}%",
+                 _count(r["nan_count"]), _count(r["inf_count"]), _num(r["update_ratio"])]
+        cls = ' class="flagged"' if r["flags"] else ""
+        out.append(f"<tr{cls}>" + "".join(f"<td>{c}</td>" for c in cells)
+                   + f'<td class="flags">{_e(r["flags"]) or "-"}</td></tr>')
+    out.append("</tbody></table>")
+    return "".join(out)
+
+
+def _plots(m):
+    try:
+        import matplotlib
+    except ImportError:
+        return ['<p class="note">Plots need matplotlib: pip install \'flowgrad[viz]\'</p>']
+    if not m.steps:
+        return ['<p class="note">No step recorded: nothing to plot.</p>']
+    figs = [("Loss", lambda: m.plot_loss()), ("Gradient norms", lambda: m.plot_grad_norms()),
+            ("Gradient flow", lambda: m.plot_grad_flow())]
+    if m.bins:
+        figs.append(("Gradient histograms (last step)", lambda: m.plot_histograms(-1)))
+    out = []
+    for k, (caption, make) in enumerate(figs):
+        try:
+            fig = make()
+        except (ArgumentError, MissingDependencyError) as e:
+            out.append(f'<p class="note">{_e(caption)}: {_e(str(e))}</p>')
+            continue
+        buf = io.StringIO()
+        with matplotlib.rc_context({"svg.fonttype": "none", "svg.hashsalt": f"fg{k}"}):
+            fig.savefig(buf, format="svg", metadata={"Creator": None, "Date": None,
+                                                     "Format": None, "Type": None})
+        out.append(f'<figure id="plot-{k}">{_inline_svg(buf.getvalue(), f"f{k}-")}'
+                   f"<figcaption>{_e(caption)}</figcaption></figure>")
+    return out
+
+
+def _inline_svg(svg, prefix):
+    """matplotlib's SVG file as an element to put inside HTML: no XML prolog or doctype, no
+    namespace URLs (the HTML parser knows <svg>), ids made unique to this figure."""
+    svg = svg[svg.index("<svg"):]
+    svg = re.sub(r'\s+xmlns(:xlink)?="[^"]*"', "", svg, count=2)
+    svg = re.sub(r'(<svg[^>]*?)\s+height="[^"]*"', r"\1", svg, count=1)
+    svg = re.sub(r'\bid="([^"]+)"', lambda mt: f'id="{prefix}{mt.group(1)}"', svg)
+    svg = re.sub(r'href="#([^"]+)"', lambda mt: f'href="#{prefix}{mt.group(1)}"', svg)
+    return re.sub(r"url\(#([^)]+)\)", lambda mt: f"url(#{prefix}{mt.group(1)})", svg)
+
+
+def _checks(checks):
+    if checks is None:
+        return []
+    if isinstance(checks, dict):
+        items = list(checks.items())
+    elif isinstance(checks, (list, tuple)):
+        items = [(f"check {i + 1}", c) for i, c in enumerate(checks)]
+    else:
+        items = [("check_grads", checks)]
+    out = []
+    for name, c in items:
+        if isinstance(c, GradCheckError):
+            c = c.report
+        if not isinstance(c, GradCheckReport):
+            raise ArgumentError(f"report(checks=...): expected check_grads results "
+                                f"(GradCheckReport or GradCheckError), got "
+                                f"{type(c).__name__} for '{name}'")
+        out.append((str(name), c))
+    return out
+
+
+def _crit(threshold, ratio, steps, word):
+    out = [] if threshold is None else [f"{threshold:g}"]
+    if ratio is not None:
+        out.append(f"{ratio:g} &times; its median over its first {steps} steps")
+    return " or ".join(out) or "(no criterion)"
+
+
+def _e(s):
+    return html.escape(str(s), quote=True)
+
+
+def _nan(x):
+    return x is None or (isinstance(x, float) and math.isnan(x))
+
+
+def _num(x):
+    return "-" if _nan(x) else f"{float(x):.4g}"
+
+
+def _count(x):
+    return "-" if _nan(x) else str(int(x))
+
+
+# ---------------------------------------------------------------- the console summary
+
+def _summary_rows(m):
+    """What ``GradientMonitor.summary_rows`` returns: one dict per variable."""
+    h, flags, rows = m.history, m.flags, []
+    for n in h.names:
+        v = h[n]
+        idx = np.flatnonzero(~np.isnan(v["grad_norm"]) | (v["nan_count"] > 0))
+        last = idx[-1] if idx.size else None
+        norms = v["grad_norm"][np.isfinite(v["grad_norm"])]
+        ur = v["update_ratio"][~np.isnan(v["update_ratio"])]
+        row = {"variable": n, "shape": list(m._shapes[n]), "steps": int(idx.size)}
+        for k in ("grad_norm", "max_abs", "zero_fraction", "nan_count", "inf_count"):
+            row[k] = v[k][last] if last is not None else math.nan
+        row.update(norm_min=norms.min() if norms.size else math.nan,
+                   norm_max=norms.max() if norms.size else math.nan,
+                   update_ratio=ur[-1] if ur.size else math.nan,
+                   flags=", ".join(f"{f.kind}@{f.start}" for f in flags if f.variable == n))
+        rows.append(row)
+    return rows
+
+
+def _console_summary(m):
+    """The text of ``GradientMonitor.summary()`` (see there)."""
+    if not m.steps:
+        return "GradientMonitor: no step recorded yet."
+    h = m.history
+    steps, loss = h.steps, h.loss
+    head = (f"GradientMonitor: {len(steps)} step{'s' if len(steps) > 1 else ''}"
+            f" ({steps[0]}..{steps[-1]})")
+    finite = loss[~np.isnan(loss)]
+    if finite.size == 1:
+        head += f"; loss {_g(finite[0])}"
+    elif finite.size:
+        head += (f"; loss {_g(finite[0])} -> {_g(finite[-1])} (min {_g(finite.min())} at "
+                 f"step {steps[int(np.nanargmin(loss))]})")
+    head += f"; last global gradient norm {_g(m.last_global_norm)}"
+    table = [("variable", "shape", "grad norm", "norm range", "max |g|", "zeros", "NaN",
+              "Inf", "upd/weight", "flags")]
+    for r in m.summary_rows():
+        table.append((r["variable"], str(r["shape"]).replace(" ", ""), _g(r["grad_norm"]),
+                      f"[{_g(r['norm_min'])}, {_g(r['norm_max'])}]", _g(r["max_abs"]),
+                      "-" if _nan(r["zero_fraction"]) else
+                      f"{100 * r['zero_fraction']:.3g}%", _count(r["nan_count"]),
+                      _count(r["inf_count"]), _g(r["update_ratio"]), r["flags"] or "-"))
+    widths = [max(len(row[i]) for row in table) for i in range(len(table[0]))]
+    lines = [head] + ["  ".join(c.ljust(w) for c, w in zip(row, widths)).rstrip()
+                      for row in table]
+    flags = m.flags
+    if not flags:
+        lines.append("No vanishing, exploding or non-finite gradient.")
+        return "\n".join(lines)
+    lines.append("Flags:")
+    groups = {}
+    for f in flags:
+        groups.setdefault((f.kind, f.start), []).append(f)
+    for (kind, start), fs in groups.items():
+        if len(fs) <= 3:
+            lines += [f"  {f}" for f in fs]
+        else:                   # a deep net: one line for the layers flagged together
+            names = [f.variable for f in fs]
+            shown = ", ".join(names[:3] + ["..."] + names[-1:]) if len(names) > 5 \
+                else ", ".join(names)
+            lines.append(f"  {len(fs)} variables {kind} from step {start}: {shown}")
+    return "\n".join(lines)
+
+
+def _g(x):
+    return "-" if _nan(x) else f"{float(x):.4g}"
+
+
+# ---------------------------------------------------------------- TensorBoard
+
+def _write_tensorboard(m, logdir, live=False):
+    """What ``GradientMonitor.to_tensorboard`` does (see there); returns the logdir."""
+    tbx = require("tensorboardX", "tensorboard", "TensorBoard logs")
+    writer = tbx.SummaryWriter(logdir=str(logdir), flush_secs=5 if live else 120)
+    for i in range(m.steps):
+        _write_step(m, writer, i)
+    writer.flush()
+    if live:
+        m._live.append(writer)
+    else:
+        writer.close()
+    return str(logdir)
+
+
+def _write_step(m, writer, i, ratios_only=False):
+    """Write recorded step ``i`` (index) of monitor ``m`` with a tensorboardX writer."""
+    step = m._steps[i]
+    if not ratios_only:
+        if not math.isnan(m._loss[i]):
+            writer.add_scalar("loss", m._loss[i], step)
+        writer.add_scalar("grad_norm/global", m._global_norm(i), step)
+    for n, vals in m._rows[i].items():
+        if not math.isnan(vals[5]):
+            writer.add_scalar(f"update_ratio/{n}", vals[5], step)
+        if ratios_only:
+            continue
+        if not math.isnan(vals[0]):
+            writer.add_scalar(f"grad_norm/{n}", vals[0], step)
+        h = m._hists.get(i, {}).get(n)
+        if h is not None:
+            _, counts, lo, hi, num, s, s2 = h
+            writer.add_histogram_raw(f"grads/{n}", lo, hi, num, s, s2,
+                                     _edges(h)[1:].tolist(), counts.tolist(), step)
