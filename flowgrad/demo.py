@@ -196,6 +196,110 @@ def run_example(code, namespace):
     return out.getvalue()
 
 
+def main(quick=False, out="flowgrad-report", train=True, show_code=True):
+    """``flowgrad demo``: (1) the seed tutorials' examples, (2) a training run with its
+    gradient monitor, gradient check and HTML report in ``out``, (3) two bugs caught."""
+    print("flowgrad: the automatic differentiation of TensorFlow.js, in Python.\n"
+          "1. The examples of the three seed tutorials, run.")
+    run(show_code=show_code)
+    if train:
+        print("\n2. Training a small network on two spirals, watching its gradients.")
+        path = train_run(quick=quick, out=out)
+        print(f"\n   The gradient report: {path}")
+    print("\n3. What went wrong: two bugs, caught.")
+    what_went_wrong()
+    return 0
+
+
+def two_spirals(n=200, noise=0.05, seed=0):
+    """A two-class dataset made here (no download): two interleaved spirals."""
+    import numpy as np
+    rng = np.random.default_rng(seed)
+    t = np.sqrt(rng.uniform(0, 1, n)) * 3 * np.pi
+    a = np.stack([t * np.cos(t), t * np.sin(t)], 1) / (3 * np.pi)
+    x = np.concatenate([a, -a]) + rng.normal(0, noise, (2 * n, 2))
+    y = np.concatenate([np.zeros(n, int), np.ones(n, int)])
+    return x.astype(np.float32), np.eye(2, dtype=np.float32)[y]
+
+
+def train_run(quick=False, out="flowgrad-report", log=print):
+    """Train a 2-32-32-2 tanh network with Adam, under a GradientMonitor and a progress bar;
+    check the loss's gradients against finite differences; write the HTML report."""
+    import os
+
+    import numpy as np
+
+    import flowgrad as tf
+    x_np, y_np = two_spirals()
+    x, y = tf.tensor(x_np), tf.tensor(y_np)
+    rng = np.random.default_rng(1)
+    sizes = [(2, 32), (32, 32), (32, 2)]
+    params = []
+    for i, (m, n) in enumerate(sizes):
+        params.append(tf.variable(tf.tensor(rng.normal(0, 1 / np.sqrt(m), (m, n)),
+                                            dtype="float32"), name=f"layer{i + 1}/w"))
+        params.append(tf.variable(tf.zeros([n]), name=f"layer{i + 1}/b"))
+
+    def logits(ps, inputs):
+        h = inputs
+        for i in range(0, len(ps) - 2, 2):
+            h = h.mat_mul(ps[i]).add(ps[i + 1]).tanh()
+        return h.mat_mul(ps[-2]).add(ps[-1])
+
+    def loss():
+        return tf.losses.softmax_cross_entropy(y, logits(params, x))
+
+    opt = tf.train.adam(0.02)
+    monitor = tf.debug.monitor(opt)
+    steps = 150 if quick else 600
+    try:
+        for _ in tf.train.progress(range(steps), opt, desc="training"):
+            opt.minimize(loss)
+        pred = logits(params, x).arg_max(1).numpy()
+        accuracy = float((pred == y_np.argmax(1)).mean())
+        log(f"   {steps} Adam steps: loss {monitor.last_loss:.4f}, accuracy {accuracy:.1%}")
+        # the model's loss as a function of its parameters, checked in float64
+        check = tf.debug.check_grads(
+            lambda *ps: tf.losses.softmax_cross_entropy(y, logits(list(ps), x)),
+            [p.numpy() for p in params], max_elements=256, raise_on_fail=False)
+        log(f"   gradient check of the loss: {'passed' if check.passed else 'FAILED'}")
+        flags = monitor.flags
+        log(f"   gradient flags: {', '.join(f'{f.variable} {f.kind} from step {f.start}' for f in flags) or 'none'}")
+        os.makedirs(out, exist_ok=True)
+        path = tf.debug.report(monitor, os.path.join(out, "report.html"),
+                               checks={"loss of the spirals network": check},
+                               title="flowgrad demo: two spirals")
+        return os.path.abspath(path)
+    finally:
+        opt.monitor = None
+        tf.dispose(params)
+        opt.dispose()
+
+
+def what_went_wrong(log=print):
+    """A custom gradient with a wrong factor, named by check_grads; a NaN gradient from the
+    where trap, named by check_numerics."""
+    import warnings
+
+    import flowgrad as tf
+
+    def square(x, save):
+        save([x])
+        return {"value": x.square(), "grad_func": lambda dy, saved: dy * saved[0] * 3}
+    my_square = tf.custom_grad(square)
+    report = tf.debug.check_grads(lambda x: my_square(x).sum(), tf.tensor([0.5, 2.0]),
+                                  raise_on_fail=False)
+    log("   A custom square whose gradient is 3x instead of 2x:")
+    log("\n".join("   " + line for line in str(report).splitlines()))
+    log("   A NaN gradient though the value is fine (where(x > 0, sqrt(x), 0) at x = -1):")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        with tf.debug.check_numerics(mode="warn") as check:
+            tf.grad(lambda x: tf.where(x > 0, x.sqrt(), 0))(tf.tensor([-1.0, 4.0]))
+    log("\n".join("   " + line for line in str(check.findings[0]).splitlines()))
+    return report, check.findings
+
+
 def run(show_code=True, out=print):
     """Print every seed example: its code (``|``) and what it printed (``>``)."""
     import flowgrad as tf
