@@ -27,6 +27,7 @@ from . import train
 from .train import (AdadeltaOptimizer, AdagradOptimizer, AdamaxOptimizer, AdamOptimizer,
                     AdamWOptimizer, MomentumOptimizer, Optimizer, RMSPropOptimizer,
                     SGDOptimizer, clip_by_global_norm, clip_by_norm, global_norm)
+from . import distributed
 
 __version__ = "0.1.0"
 

