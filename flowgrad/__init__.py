@@ -11,14 +11,15 @@ import warnings as _warnings
 
 from . import dtypes
 from .engine import dispose, keep, memory, tidy
-from .errors import (ArgumentError, DisposedError, DtypeError, FlowgradError, GradientError,
-                     KernelError, ShapeError, UnconnectedGradientError, VariableError)
+from .errors import (ArgumentError, DisposedError, DistributedError, DtypeError, FlowgradError,
+                     GradientError, GraphvizError, JitError, KernelError, MissingDependencyError,
+                     MPIUnavailableError, ShapeError, UnconnectedGradientError, VariableError)
 from .ops import OPS as _OPS
 from .tensor import Tensor, Variable, dispose_variables, variable
 from .gradients import (GradMap, GradientTape, custom_grad, grad, grads, value_and_grad,
                         value_and_grads, variable_grads)
 from .jacobians import hessian, hvp, jacobian, jvp, vjp
-from .jit import JitError, jit
+from .jit import jit
 from . import debug
 from .debug import disable_debug_mode, enable_debug_mode
 from .debug import profile, time  # noqa: A004 - TF.js's tf.profile and tf.time

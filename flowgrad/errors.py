@@ -40,3 +40,23 @@ class VariableError(FlowgradError, ValueError):
 
 class KernelError(FlowgradError, ValueError):
     """A backend kernel failed on arguments that passed the op's checks (names the op)."""
+
+
+class JitError(FlowgradError, RuntimeError):
+    """A function cannot be traced by ``tf.jit`` (it reads values it computed, changes variables...)."""
+
+
+class MissingDependencyError(FlowgradError, ImportError):
+    """An optional dependency (an extra such as ``flowgrad[viz]``) is not installed."""
+
+
+class GraphvizError(FlowgradError, RuntimeError):
+    """Graphviz's ``dot`` is missing or failed while rendering a graph picture."""
+
+
+class DistributedError(FlowgradError, RuntimeError):
+    """Ranks disagree (variables, shapes, arguments), or MPI is missing or misused."""
+
+
+class MPIUnavailableError(DistributedError, ImportError):
+    """Launched under MPI (or ``init(use_mpi=True)``) but mpi4py cannot be imported."""

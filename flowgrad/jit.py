@@ -21,16 +21,12 @@ import sys
 import numpy as np
 
 from . import engine as E
-from .errors import FlowgradError
+from .errors import ArgumentError, JitError
 from .names import Result
 from .tensor import Tensor, Variable, convert
 
 POOL_MIN = 4096           # elements: smaller arrays are cheaper to allocate than to manage
 MAX_TRACES = 32
-
-
-class JitError(FlowgradError, RuntimeError):
-    """A function that cannot be traced (it reads tensor values, creates variables...)."""
 
 
 class _Tracer:
@@ -353,7 +349,7 @@ def jit(fn=None, *, max_traces=MAX_TRACES):
     if fn is None:
         return functools.partial(jit, max_traces=max_traces)
     if not callable(fn):
-        raise FlowgradError(f"tf.jit(fn): fn must be a function, got {type(fn).__name__}")
+        raise ArgumentError(f"tf.jit(fn): fn must be a function, got {type(fn).__name__}")
     programs = {}
 
     @functools.wraps(fn)

@@ -258,3 +258,29 @@ def test_report_renders_in_headless_chromium(tmp_path):
     keep = os.environ.get("FLOWGRAD_KEEP_SCREENSHOT")        # to look at it by hand
     if keep:
         shutil.copy(shot, keep)
+
+
+def test_only_rank_0_writes_files_or_shows_a_bar(tmp_path, monkeypatch):
+    """Under mpiexec every rank runs the same script: the report, the TensorBoard events, the
+    saved plots and the progress bar must come from rank 0 alone, not N copies racing."""
+    from flowgrad.distributed import runtime
+    m = tf.debug.GradientMonitor().record({"w": tf.tensor([3.0, 4.0])}, loss=1.0)
+    monkeypatch.setattr(runtime._state, "initialized", False)
+    monkeypatch.setenv("OMPI_COMM_WORLD_RANK", "1")          # what Open MPI sets in rank 1
+    monkeypatch.setenv("FLOWGRAD_PROGRESS", "1")
+    assert not tf.distributed.is_root()
+    assert tf.debug.report(m, tmp_path / "r.html") == tmp_path / "r.html"
+    assert not tf.train.progress(range(2), monitor=m, enable=True).enabled
+    if _has("tensorboardX"):
+        m.to_tensorboard(tmp_path / "tb")
+    if _has("matplotlib"):
+        m.plot_loss(tmp_path / "loss.png")
+    assert list(tmp_path.iterdir()) == []                    # rank 1 wrote nothing
+    monkeypatch.setenv("OMPI_COMM_WORLD_RANK", "0")
+    assert tf.debug.report(m, tmp_path / "r.html").exists()
+    assert tf.train.progress(range(2), monitor=m, enable=True).enabled
+
+
+def _has(module):
+    import importlib.util
+    return importlib.util.find_spec(module) is not None

@@ -4,10 +4,11 @@ from .explain import Explanation, InputExplanation, explain_gradient
 from .gradcheck import (Culprit, GradCheckError, GradCheckReport, InputCheck,
                         check_custom_grad, check_grads)
 from .hooks import HookHandle, on_gradient, register_hook
-from .graph import Graph, GraphNode, GraphvizError, graph
+from ..errors import GraphvizError, MissingDependencyError
+from .graph import Graph, GraphNode, graph
 from .leaks import LeakReport, LeakSite, LeakTracker, track_leaks
 from .profile import KernelInfo, ProfileInfo, profile, time
-from .monitor import (Flag, GradientMonitor, History, MissingDependencyError, monitor)
+from .monitor import Flag, GradientMonitor, History, monitor
 from .plots import plot_grad_flow, plot_grad_norms, plot_histograms, plot_loss
 from .report import report
 from .numerics import (Finding, NumericsError, NumericsWarning, check_numerics,

@@ -19,15 +19,11 @@ import numpy as np
 from .. import dtypes
 from .. import engine as E
 from .. import tape
-from ..errors import ArgumentError, FlowgradError
+from ..errors import ArgumentError, GraphvizError
 from ..gradients import _arity, _call
 from ..ops import OPS
 from ..tensor import Tensor, Variable, convert
 from . import sites
-
-
-class GraphvizError(FlowgradError, RuntimeError):
-    """Graphviz's ``dot`` is missing or failed while rendering a graph picture."""
 
 
 @dataclass

@@ -13,17 +13,13 @@ import math
 
 import numpy as np
 
-from ..errors import ArgumentError, FlowgradError
+from ..errors import ArgumentError, MissingDependencyError
 from ..names import Result, camel_to_snake
 from ..tensor import Tensor, Variable, _VARIABLES
 
 METRICS = ("grad_norm", "max_abs", "zero_fraction", "nan_count", "inf_count", "update_ratio",
            "weight_norm")
 KINDS = ("vanishing", "exploding", "nonfinite")
-
-
-class MissingDependencyError(FlowgradError, ImportError):
-    """An optional dependency (an extra such as ``flowgrad[viz]``) is not installed."""
 
 
 def require(module, extra, what):
@@ -425,7 +421,7 @@ class GradientMonitor:
         ``flowgrad[tensorboard]``): scalars ``loss``, ``grad_norm/global``,
         ``grad_norm/<variable>``, ``update_ratio/<variable>`` and histograms
         ``grads/<variable>``. With ``live=True`` later steps are written as they come, until
-        ``close()``. Returns the logdir.
+        ``close()``. Returns the logdir. Under ``tf.distributed`` only rank 0 writes.
 
         >>> import flowgrad as tf, tempfile
         >>> m = tf.debug.GradientMonitor().record({"w": tf.tensor([3.0, 4.0])}, loss=1.5)

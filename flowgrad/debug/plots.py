@@ -12,6 +12,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ..distributed.runtime import is_root
 from ..errors import ArgumentError
 from .monitor import GradientMonitor, require
 
@@ -209,5 +210,6 @@ def _save(fig, path):
     if suffix not in FORMATS:
         raise ArgumentError(f"cannot save a plot as '{path}': the suffix picks the format, "
                             f"one of {', '.join(FORMATS)}")
-    fig.savefig(path, format=suffix[1:], dpi=110)
+    if is_root():              # under tf.distributed every rank draws, rank 0 saves
+        fig.savefig(path, format=suffix[1:], dpi=110)
     return fig

@@ -16,9 +16,10 @@ from pathlib import Path
 
 import numpy as np
 
-from ..errors import ArgumentError
+from ..distributed.runtime import is_root
+from ..errors import ArgumentError, MissingDependencyError
 from .gradcheck import GradCheckError, GradCheckReport
-from .monitor import GradientMonitor, MissingDependencyError, _edges, require
+from .monitor import GradientMonitor, _edges, require
 
 _CSS = """
 body{font-family:system-ui,-apple-system,'Segoe UI',sans-serif;margin:2em auto;max-width:1100px;
@@ -43,7 +44,8 @@ figure svg{max-width:100%;height:auto} figcaption{color:#666;font-size:.85em}
 def report(monitor=None, path="report.html", checks=None, title="flowgrad gradient report"):
     """Write the HTML report of ``monitor`` (a GradientMonitor, or None) and ``checks``
     (``check_grads`` results: a GradCheckReport or GradCheckError, a list of them, or a dict
-    name -> report) to ``path``. Returns the path (a ``pathlib.Path``).
+    name -> report) to ``path``. Returns the path (a ``pathlib.Path``). Under
+    ``tf.distributed`` only rank 0 writes; other ranks return the path and write nothing.
 
     >>> import flowgrad as tf, tempfile, os
     >>> m = tf.debug.GradientMonitor().record({"w": tf.tensor([3.0, 4.0])}, loss=2.0)
@@ -75,7 +77,8 @@ def report(monitor=None, path="report.html", checks=None, title="flowgrad gradie
             f"<title>{_e(title)}</title><style>{_CSS}</style></head><body>\n"
             + "\n".join(parts) + "\n</body></html>\n")
     path = Path(path)
-    path.write_text(page, encoding="utf-8")
+    if is_root():
+        path.write_text(page, encoding="utf-8")
     return path
 
 
@@ -291,6 +294,8 @@ def _g(x):
 def _write_tensorboard(m, logdir, live=False):
     """What ``GradientMonitor.to_tensorboard`` does (see there); returns the logdir."""
     tbx = require("tensorboardX", "tensorboard", "TensorBoard logs")
+    if not is_root():          # one set of event files per run, not one per rank
+        return str(logdir)
     writer = tbx.SummaryWriter(logdir=str(logdir), flush_secs=5 if live else 120)
     for i in range(m.steps):
         _write_step(m, writer, i)

@@ -22,7 +22,8 @@ from ..names import camel_to_snake as _camel_to_snake
 from .collectives import all_reduce, broadcast, broadcast_variables
 from .data import batches, epoch_permutation, shard, shard_iterable
 from .optimizer import DistributedOptimizer
-from .runtime import (DistributedError, MPIUnavailableError, abort, barrier, guard, init,
+from ..errors import DistributedError, MPIUnavailableError
+from .runtime import (abort, barrier, guard, init,
                       install_abort_hook, is_initialized, is_root, launched_under_mpi,
                       local_rank, rank, root_print, size)
 

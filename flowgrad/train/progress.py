@@ -6,7 +6,7 @@ global gradient norm of the last update.
 
 The bar shows only in a terminal: it is off when its stream is not a TTY (pipes, CI logs,
 notebooks' captured output) and under pytest; ``FLOWGRAD_PROGRESS=1`` / ``=0`` or
-``enable=`` decide instead. Off, it is the bare loop: nothing is attached, nothing measured.
+``enable=`` decide instead. Under ``tf.distributed`` only rank 0 shows one, whatever they say. Off, it is the bare loop: nothing is attached, nothing measured.
 On, it puts a small observer in front of ``opt.monitor`` (a GradientMonitor already there
 keeps receiving every update) and restores the previous monitor when the loop ends.
 """
@@ -16,6 +16,7 @@ import sys
 
 import numpy as np
 
+from ..distributed.runtime import is_root
 from ..errors import ArgumentError
 from ..tensor import Tensor
 
@@ -57,7 +58,7 @@ class Progress:
         self.optimizer = optimizer
         self.monitor = monitor
         self.file = sys.stderr if file is None else file
-        self.enabled = _enabled(self.file) if enable is None else bool(enable)
+        self.enabled = is_root() and (_enabled(self.file) if enable is None else bool(enable))
         self.desc = desc
         self.total = total if total is not None else (
             len(iterable) if hasattr(iterable, "__len__") else None)
