@@ -156,6 +156,11 @@ def _simplify(tr, out_refs):
         _, prim, refs, attrs, outs = st
         refs = tuple(sub(r) for r in refs)
         name = prim.name
+        if name == "Add" and refs[0] == refs[1] and refs[0][0] == "s" and \
+                tr.meta[refs[0][1]][1].kind == "f":
+            # x + x is 2 * x to the bit (both round the exact double), and one stream
+            # fewer to read
+            prim, refs = _multiply(), (refs[0], ("c", _two(tr.meta[refs[0][1]][1])))
         if name == "Fill" and attrs.get("value") == 1:
             ones.add(outs[0])
         elif name in _ONES_KEEP and refs[0][0] == "s" and refs[0][1] in ones:
@@ -181,6 +186,18 @@ def _simplify(tr, out_refs):
             if r[0] == "s":
                 live.add(r[1])
     return kept[::-1], out_refs
+
+
+def _multiply():
+    from .ops import PRIMITIVES
+    return PRIMITIVES["Multiply"]
+
+
+_TWOS = {}
+
+
+def _two(dtype):
+    return _TWOS.setdefault(dtype, np.asarray(2, dtype))
 
 
 def _compile(tr, n_args, out_refs):
@@ -219,8 +236,9 @@ def _compile(tr, n_args, out_refs):
                     if any(o in escape for o in outs):
                         escape.add(r[1])
                     last[r[1]] = max([last.get(o, -1) for o in outs] + [last.get(r[1], -1)])
-    pools = _plan(tr, steps, last, escape)
+    pools, handed = _plan(tr, steps, last, escape)
     lines = ["def replay(args):"]
+    bound = set()          # handed-out buffers already fetched in this call
     lines += [f"    s{i} = args[{i}]" for i in range(n_args)]
     dead_after = {}
     for slot, i in last.items():
@@ -236,8 +254,19 @@ def _compile(tr, n_args, out_refs):
             kind = _ufunc_target(tr, prim, refs, outs, pools, escape)
             if kind == "pool":
                 ns[f"u{i}"] = getattr(E.B, prim.ufunc)
-                ns[f"p{outs[0]}"] = pools[outs[0]]
-                lines.append(f"    {target} = u{i}({args}, out=p{outs[0]})")
+                buf = pools[outs[0]]
+                if id(buf) in handed:
+                    # this buffer leaves as an output: fetched once per call, fresh when
+                    # the caller still holds the previous call's
+                    name = f"b{handed[id(buf)]}"
+                    if name not in bound:
+                        bound.add(name)
+                        ns["r" + name] = _Recycled(buf.shape, buf.dtype, buf)
+                        lines.append(f"    {name} = r{name}()")
+                    lines.append(f"    {target} = u{i}({args}, out={name})")
+                else:
+                    ns[f"p{outs[0]}"] = buf
+                    lines.append(f"    {target} = u{i}({args}, out=p{outs[0]})")
             elif kind == "recycle":
                 ns[f"u{i}"] = getattr(E.B, prim.ufunc)
                 ns[f"r{outs[0]}"] = _Recycled(*tr.meta[outs[0]])
@@ -283,8 +312,8 @@ class _Recycled:
     any more (so a loop over a jitted function does not page-fault on fresh arrays)."""
     __slots__ = ("arr", "shape", "dtype")
 
-    def __init__(self, shape, dtype):
-        self.arr, self.shape, self.dtype = None, shape, dtype
+    def __init__(self, shape, dtype, arr=None):
+        self.arr, self.shape, self.dtype = arr, shape, dtype
 
     def __call__(self):
         a = self.arr
@@ -296,19 +325,36 @@ class _Recycled:
 
 def _plan(tr, steps, last, escape):
     """Preallocated buffers for large float outputs of elementwise kernels, reused once the
-    slots using them are dead."""
+    slots using them are dead. Returns the slot -> buffer map and the buffers handed out
+    as outputs (id -> number): an output computed in place over a dying input's buffer.
+
+    NOTE: in place matters beyond allocation: on 40 MB arrays ``add(a, b, out=a)`` runs
+    2-3x faster than into a third buffer (two memory streams, not three)."""
     free = {}                 # (shape, dtype) -> [buffer]
     release = {}              # step -> [(key, buffer)]
     pools = {}
+    handed = {}
     for i, st in enumerate(steps):
         for key, buf in release.pop(i - 1, ()):
             free.setdefault(key, []).append(buf)
         if st[0] != "k":
             continue
         prim, refs, outs = st[1], st[2], st[4]
-        if outs[0] in escape or not _big_float_ufunc(tr, prim, refs, outs):
+        if not _big_float_ufunc(tr, prim, refs, outs):
             continue
         key = tr.meta[outs[0]]
+        if outs[0] in escape:
+            for r in refs:
+                if r[0] == "s" and last.get(r[1]) == i and r[1] in pools and \
+                        tr.meta[r[1]] == key and r[1] not in escape:
+                    buf = pools[r[1]]
+                    lst = release.get(i, [])
+                    if any(b is buf for _, b in lst):
+                        release[i] = [(k, b) for k, b in lst if b is not buf]
+                        pools[outs[0]] = buf
+                        handed.setdefault(id(buf), len(handed))
+                        break
+            continue
         # an input dying here may lend its buffer to the output (elementwise: in place)
         for r in refs:
             if r[0] == "s" and last.get(r[1]) == i and r[1] in pools and \
@@ -321,7 +367,7 @@ def _plan(tr, steps, last, escape):
         buf = free[key].pop() if free.get(key) else np.empty(*key)
         pools[outs[0]] = buf
         release.setdefault(last.get(outs[0], i), []).append((key, buf))
-    return pools
+    return pools, handed
 
 
 def _set_var(var, arr):

@@ -66,6 +66,40 @@ def test_outputs_do_not_alias_buffers_across_calls():
     assert not np.shares_memory(a._data, b._data)
 
 
+def test_an_output_computed_in_place_is_not_overwritten_while_held():
+    """W3's last add runs in place over a dying intermediate's buffer, and that buffer is
+    the output: a held result keeps its values, a dropped one's buffer is reused."""
+    g = tf.grad(lambda t: (t.exp() * t.sin() + t * t).sum())
+    jg = tf.jit(g)
+    x, x2 = tf.tensor(X), tf.tensor(X[::-1].copy())
+    jg(x)
+    assert "b0 = rb0()" in next(iter(jg.traces.values())).source    # handed out
+    a = jg(x)
+    b = jg(x2)
+    np.testing.assert_array_equal(a.numpy(), g(x).numpy())
+    np.testing.assert_array_equal(b.numpy(), g(x2).numpy())
+    assert not np.shares_memory(a._data, b._data)
+    kept = id(b._data)          # (holding the array itself would keep it busy)
+    del b
+    c = jg(x)                                            # b's buffer is free again
+    assert id(c._data) == kept
+    np.testing.assert_array_equal(c.numpy(), g(x).numpy())
+
+
+def test_x_plus_x_replays_as_two_x():
+    f = tf.jit(lambda t: (t.exp() + t.exp()).sum())
+    g = tf.grad(lambda t: t * t)
+    jg = tf.jit(g)
+    x = tf.tensor(X)
+    jg(x)
+    src = next(iter(jg.traces.values())).source
+    assert "c0" in src                                   # the 2, as a constant
+    np.testing.assert_array_equal(jg(x).numpy(), g(x).numpy())
+    np.testing.assert_array_equal(jg(x).numpy(), 2 * X)
+    f(x)
+    assert f(x).item() == tf.sum(x.exp() + x.exp()).item()
+
+
 def test_reading_a_value_while_tracing_is_an_error():
     def f(x):
         y = x * 2

@@ -155,3 +155,15 @@ def test_errors(call, err, msg):
     with pytest.raises(err) as e:
         call()
     assert msg in str(e.value)
+
+
+def test_relu_gradient_at_zero_and_nan():
+    """relu'(0) = 0 and a NaN input passes NaN to its gradient (TF.js: dy * step(x)), also
+    when dy broadcasts a batch over x (the jacobian's rows)."""
+    x = tf.tensor([-1.0, 0.0, 2.0, np.nan])
+    np.testing.assert_array_equal(tf.grad(lambda t: t.relu())(x).numpy(),
+                                  [0.0, 0.0, 1.0, np.nan])
+    # row i is the vjp with dy = e_i: e_i * step(x), and 0 * step(NaN) is NaN in every row
+    np.testing.assert_array_equal(tf.jacobian(lambda t: t.relu())(x).numpy(),
+                                  [[0, 0, 0, np.nan], [0, 0, 0, np.nan], [0, 0, 1, np.nan],
+                                   [0, 0, 0, np.nan]])

@@ -3,6 +3,8 @@ import types
 
 import numpy as np
 
+from .memory import tune_malloc
+
 # Rational approximations of erf and erfc (Cephes, S. L. Moshier): erf(x) = x T(x^2)/U(x^2)
 # on |x| <= 1, erfc(x) = exp(-x^2) P(x)/Q(x) on 1 < x < 8 and exp(-x^2) R(x)/S(x) beyond.
 # U, Q and S are monic: their leading 1 is not listed. Relative error below 1e-15.
@@ -59,7 +61,9 @@ def erf(x):
 
 
 def make_numpy_backend():
-    """A namespace with NumPy's functions, plus ``erf`` and the backend's name."""
+    """A namespace with NumPy's functions, plus ``erf`` and the backend's name. Making it
+    tunes malloc so that big temporaries reuse freed memory (see backends/memory.py)."""
+    tune_malloc()
     ns = types.SimpleNamespace(**{k: v for k, v in vars(np).items() if not k.startswith("_")})
     ns.name = "numpy"
     ns.erf = erf
