@@ -111,6 +111,10 @@ def test_check_custom_grad_shortcut_and_projections():
     big = tf.debug.check_grads(lambda x: (x * x).sum(), tf.tensor(np.linspace(-1, 1, 300)),
                                max_elements=100)
     assert big.passed and "projection" in big.checks[0][2][0].worst
+    # a wrong custom rule is named after the op, though check_custom_grad calls it
+    bad = custom(lambda x: x.exp(), lambda dy, x: dy * x.exp() * 1.5, "my_bad_exp")
+    r = tf.debug.check_custom_grad(bad, tf.tensor([0.1, -0.2]), raise_on_fail=False)
+    assert not r.passed and [c.op for c in r.culprits] == ["my_bad_exp"]
 
 
 def test_check_grads_argument_errors():

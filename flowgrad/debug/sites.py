@@ -51,10 +51,14 @@ def node_site(node):
 
 def op_name(node):
     """The public name of the op that recorded ``node`` (its kernel name if unknown)."""
+    attrs = node.attrs or {}
+    if node.prim.strict and attrs.get("name"):
+        # a custom_grad op is its forward function, wherever it was called from (even
+        # from inside flowgrad, as check_custom_grad does)
+        return attrs["name"]
     site = node_site(node)
     if site is not None and site.op not in ("?", "run_kernel", "run"):
         return site.op
-    attrs = node.attrs or {}
     return attrs.get("name") or node.prim.name
 
 
