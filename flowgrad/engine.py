@@ -16,13 +16,18 @@ debug tools swap :func:`run_kernel` for an instrumented one, so they cost nothin
 """
 import itertools
 
-from . import dtypes
-from .backends import get_backend
-from .errors import ArgumentError, DisposedError, FlowgradError, KernelError, ShapeError
+import numpy as np
 
-B = get_backend()          # the active backend namespace, passed to every kernel
+from . import dtypes
+from . import backends
+from .errors import (ArgumentError, BackendError, DisposedError, FlowgradError, KernelError,
+                     ShapeError)
+
+B = backends.active()      # the active backend namespace, passed to every kernel
 _T = None                  # the Tensor class, set by tensor.py (which sits above us)
-_NAME = dtypes.NAME
+_NAME = dict(dtypes.NAME)  # backend dtype -> flowgrad name, for every backend made
+_ITEM = {"float32": 4, "float64": 8, "int32": 4, "bool": 1}     # bytes per element
+_check_types = None        # the active backend's array types, once a second one was used
 _ids = itertools.count()
 
 # live-tensor accounting (memory())
@@ -144,7 +149,7 @@ def make_tensor(a):
     t._disposed = False
     t._buf = None
     num_tensors += 1
-    num_bytes += a.nbytes
+    num_bytes += a.size * _ITEM[t.dtype]
     num_buffers += 1
     if _scope is not None:
         _scope.append(t)
@@ -168,11 +173,63 @@ def constant_tensor(a):
     return t
 
 
+def nbytes(t):
+    """Bytes of a tensor's array (any backend: the standard has no ``nbytes``)."""
+    return t._data.size * _ITEM[t.dtype]
+
+
+def _use_backend(ns):
+    """The active backend changed: kernels get its namespace, and from now on each kernel
+    checks that its inputs live on it."""
+    global B, _check_types
+    B = ns
+    # NOTE: only the active backend's dtypes: other libraries' dtypes may hash alike and
+    # warn when compared (array-api-strict's do)
+    _NAME.clear()
+    _NAME.update((v, k) for k, v in ns.dtypes.items())
+    if ns.name != "numpy" or _check_types is not None:
+        _check_types = ns.array_types
+
+
+backends.on_change(_use_backend)
+
+
+def from_host(arr):
+    """A NumPy array as an array of the active backend (the same array on NumPy)."""
+    return arr if B.name == "numpy" else B.from_numpy(arr)
+
+
+_HOST = (np.ndarray, np.generic)
+
+
+def to_host(a):
+    """A backend array as a NumPy array (the same array when it is one already)."""
+    if isinstance(a, _HOST):
+        return a
+    ns = backends.backend_of(a)
+    if ns is None:
+        raise BackendError(f"an array of type {type(a).__name__} belongs to no backend")
+    return ns.to_numpy(a)
+
+
+def _check_inputs(prim, inputs):
+    for i, t in enumerate(inputs):
+        a = t._data
+        if type(a) not in _check_types:
+            other = backends.backend_of(a)
+            raise BackendError(
+                f"{prim.name}: input {i} is a tensor of backend "
+                f"'{other.name if other else type(a).__name__}', but the active backend is "
+                f"'{B.name}': tensors of two backends cannot meet in one op. Bring it over "
+                f"with tf.from_dlpack(x) (no copy where the devices allow) or "
+                f"tf.tensor(x.numpy()), or set_backend('{other.name if other else '?'}').")
+
+
 def account_new(t):
     """Count a tensor built outside make_tensor (variables)."""
     global num_tensors, num_bytes, num_buffers
     num_tensors += 1
-    num_bytes += t._data.nbytes
+    num_bytes += nbytes(t)
     num_buffers += 1
 
 
@@ -205,7 +262,7 @@ def release(t):
     """Un-count a tensor that is being disposed or garbage-collected."""
     global num_tensors, num_bytes
     num_tensors -= 1
-    num_bytes -= t._data.nbytes
+    num_bytes -= t._data.size * _ITEM[t.dtype]
     release_buffer(t)
 
 
@@ -216,7 +273,7 @@ def tensor_del(t):
         if t._disposed or t.kept == CONSTANT:
             return
         num_tensors -= 1
-        num_bytes -= t._data.nbytes
+        num_bytes -= t._data.size * _ITEM[t.dtype]
         b = t._buf
         if b is None:
             num_buffers -= 1
@@ -277,6 +334,8 @@ def run_kernel(prim, inputs, attrs=None):
     backprop when a gradient function's forward pass is running.
     """
     global num_tensors, num_bytes, num_buffers
+    if _check_types is not None:
+        _check_inputs(prim, inputs)
     try:
         if len(inputs) == 1:
             t = inputs[0]
@@ -306,7 +365,7 @@ def run_kernel(prim, inputs, attrs=None):
         y._disposed = False
         y._buf = None
         num_tensors += 1
-        num_bytes += out.nbytes
+        num_bytes += out.size * _ITEM[y.dtype]
         num_buffers += 1
         if _scope is not None:
             _scope.append(y)
@@ -438,7 +497,7 @@ def end_scope(result=None):
             continue
         t._disposed = True
         n_t += 1
-        n_bytes += t._data.nbytes
+        n_bytes += t._data.size * _ITEM[t.dtype]
         b = t._buf
         if b is None:
             n_bufs += 1
@@ -575,7 +634,14 @@ def memory():
     >>> m = tf.memory()
     >>> sorted(m.keys())
     ['num_bytes', 'num_data_buffers', 'num_tensors', 'reasons', 'unreliable']
+
+    On a GPU backend (TF.js: webgl) ``num_bytes_in_gpu`` adds the bytes the device's memory
+    pool holds for live arrays; disposing a tensor returns its block to the pool at once.
     """
     from .names import Result
+    extra = {}
+    device = B.device_bytes()
+    if device is not None:
+        extra["num_bytes_in_gpu"] = device
     return Result(unreliable=False, reasons=[], num_tensors=num_tensors,
-                  num_data_buffers=num_buffers, num_bytes=num_bytes)
+                  num_data_buffers=num_buffers, num_bytes=num_bytes, **extra)

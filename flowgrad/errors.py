@@ -60,3 +60,7 @@ class DistributedError(FlowgradError, RuntimeError):
 
 class MPIUnavailableError(DistributedError, ImportError):
     """Launched under MPI (or ``init(use_mpi=True)``) but mpi4py cannot be imported."""
+
+
+class BackendError(FlowgradError, RuntimeError):
+    """A backend that is missing or unusable here, or tensors of two backends in one op."""

@@ -78,7 +78,7 @@ class Tensor:
         >>> tf.tensor([[1, 2]]).numpy()
         array([[1., 2.]], dtype=float32)
         """
-        return np.array(self._array(), copy=True)
+        return np.array(E.to_host(self._array()), copy=True)
 
     def data_sync(self):
         """The values as a flat NumPy array (TF.js ``dataSync``).
@@ -87,7 +87,7 @@ class Tensor:
         >>> tf.tensor([[1, 2], [3, 4]]).data_sync()
         array([1., 2., 3., 4.], dtype=float32)
         """
-        return np.array(self._array(), copy=True).reshape(-1)
+        return np.array(E.to_host(self._array()), copy=True).reshape(-1)
 
     def array_sync(self):
         """The values as nested Python lists (a Python number for a scalar).
@@ -96,7 +96,7 @@ class Tensor:
         >>> tf.tensor([[1, 2], [3, 4]], dtype="int32").array_sync()
         [[1, 2], [3, 4]]
         """
-        return np.asarray(self._array()).tolist()
+        return np.asarray(E.to_host(self._array())).tolist()
 
     async def data(self):
         """Awaitable ``data_sync()`` (TF.js ``data()``)."""
@@ -117,10 +117,10 @@ class Tensor:
         if self.size != 1:
             raise ShapeError(f"item() needs a tensor with one element, but this one has shape "
                              f"{self.shape} ({self.size} elements).")
-        return np.asarray(a).reshape(-1)[0].item()
+        return np.asarray(E.to_host(a)).reshape(-1)[0].item()
 
     def __array__(self, dtype=None, copy=None):
-        a = np.asarray(self._array())
+        a = np.asarray(E.to_host(self._array()))
         if copy is False:
             if dtype is not None and np.dtype(dtype) != a.dtype:
                 raise ValueError("A copy is needed to change the dtype.")
@@ -128,6 +128,25 @@ class Tensor:
             v.flags.writeable = False
             return v
         return np.array(a, dtype=dtype, copy=True)
+
+    def __dlpack__(self, *, stream=None, max_version=None, dl_device=None, copy=None):
+        """The DLPack capsule of the tensor's array: ``np.from_dlpack(t)`` (CuPy, PyTorch,
+        JAX likewise) reads the tensor's memory without a copy. Do not write through it:
+        tensors are immutable.
+
+        >>> import numpy as np, flowgrad as tf
+        >>> t = tf.tensor([1.0, 2.0])
+        >>> np.shares_memory(np.from_dlpack(t), t._data)
+        True
+        """
+        a = self._array()
+        kw = {k: v for k, v in (("stream", stream), ("max_version", max_version),
+                                ("dl_device", dl_device), ("copy", copy)) if v is not None}
+        return a.__dlpack__(**kw)
+
+    def __dlpack_device__(self):
+        """(device type, device id) of the tensor's array, as DLPack defines them."""
+        return self._array().__dlpack_device__()
 
     def __float__(self):
         return float(self.item())
@@ -160,7 +179,8 @@ class Tensor:
     # ------------------------------------------------------------- printing
     def to_string(self, verbose=False):
         """The TF.js string of the tensor (``Tensor\\n    [1, 2, 3]``)."""
-        return tensor_to_string(np.asarray(self._array()), self.shape, self.dtype, verbose)
+        return tensor_to_string(np.asarray(E.to_host(self._array())), self.shape, self.dtype,
+                                verbose)
 
     def print(self, verbose=False):
         """Print the tensor as TF.js does.
@@ -340,7 +360,7 @@ def to_array(values, dtype=None, where="tensor"):
     arrays keep their dtype (float64 stays float64, int64 becomes int32).
     """
     if isinstance(values, Tensor):
-        arr = np.asarray(values._array())
+        arr = np.asarray(E.to_host(values._array()))
         src = values.dtype
     elif isinstance(values, np.ndarray) or isinstance(values, np.generic):
         arr = np.asarray(values)
@@ -403,7 +423,8 @@ def convert(x, arg="x", fn="op", dtype=None):
         got = "null" if x is None else type(x).__name__
         raise ArgumentError(f"Argument '{arg}' passed to '{fn}' must be a Tensor or "
                             f"TensorLike, but got '{got}'")
-    return E.make_tensor(to_array(x, dtype, where=f"Argument '{arg}' passed to '{fn}'"))
+    return E.make_tensor(E.from_host(to_array(x, dtype,
+                                              where=f"Argument '{arg}' passed to '{fn}'")))
 
 
 E._T = Tensor

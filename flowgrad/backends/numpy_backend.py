@@ -61,11 +61,28 @@ def erf(x):
 
 
 def make_numpy_backend():
-    """A namespace with NumPy's functions, plus ``erf`` and the backend's name. Making it
-    tunes malloc so that big temporaries reuse freed memory (see backends/memory.py)."""
+    """The ``numpy`` module's namespace (array-API names included, NumPy >= 2.1), ``erf``,
+    and the backend's metadata (see backends/__init__.py). Making it tunes malloc so that
+    big temporaries reuse freed memory (see backends/memory.py)."""
     tune_malloc()
     ns = types.SimpleNamespace(**{k: v for k, v in vars(np).items() if not k.startswith("_")})
     ns.name = "numpy"
     ns.erf = erf
     ns.np = np
+    ns.dtypes = {"float32": np.dtype(np.float32), "float64": np.dtype(np.float64),
+                 "int32": np.dtype(np.int32), "bool": np.dtype(np.bool_)}
+    # NOTE: ufuncs on 0-d arrays return NumPy scalars: those are this backend's arrays too
+    ns.array_types = (np.ndarray, np.float32, np.float64, np.int32, np.bool_)
+    ns.to_numpy = _same
+    ns.from_numpy = _same
+    ns.supports_out = True
+    ns.device_bytes = _no_device
     return ns
+
+
+def _same(a):
+    return a
+
+
+def _no_device():
+    return None

@@ -130,7 +130,7 @@ def _as_arrays(args):
     arrays = []
     for a in (list(args) if isinstance(args, (list, tuple)) else [args]):
         if isinstance(a, Tensor):
-            arr = np.array(a._array())
+            arr = np.array(E.to_host(a._array()))
         else:
             arr = np.array(a, dtype=None if isinstance(a, np.ndarray) else np.float64)
         arrays.append(arr.astype(np.float64) if arr.dtype.kind == "f" else arr)
@@ -392,7 +392,7 @@ def _check_node(n, rng, rtol, atol):
     prim = n.prim
     if prim.vjp is None or prim.name in ("Cast", "Identity"):
         return []
-    arrays = [np.asarray(t._data) for t in n.inputs]
+    arrays = [np.asarray(E.to_host(t._data)) for t in n.inputs]
     floats = [i for i, a in enumerate(arrays) if a.dtype.kind == "f"]
     if not floats:
         return []

@@ -386,8 +386,8 @@ def _leaf_node(t, nid, xs, labels, grads):
     else:
         kind, label = "tensor", "tensor"
     value = ""
-    if kind == "constant" and t._data is not None and np.asarray(t._data).size == 1:
-        value = f"{np.asarray(t._data).reshape(()).item():.6g}"
+    if kind == "constant" and t._data is not None and np.asarray(E.to_host(t._data)).size == 1:
+        value = f"{np.asarray(E.to_host(t._data)).reshape(()).item():.6g}"
     elif kind == "constant":
         value = f"{t.dtype} {list(t.shape)}"
     data = t._data

@@ -191,7 +191,7 @@ class LeakTracker:
             c, b, ops = live.get(key, (0, 0, None))
             ops = ops or {}
             ops[op] = None
-            live[key] = (c + 1, b + t._data.nbytes, ops)
+            live[key] = (c + 1, b + E.nbytes(t), ops)
         return live
 
     def step(self):

@@ -13,6 +13,7 @@ import math
 
 import numpy as np
 
+from .. import engine as E
 from ..errors import ArgumentError, MissingDependencyError
 from ..names import Result, camel_to_snake
 from ..tensor import Tensor, Variable, _VARIABLES
@@ -448,12 +449,12 @@ class GradientMonitor:
         for name, var, g in pairs:
             if g is None:
                 continue
-            a = np.asarray(g._array() if isinstance(g, Tensor) else g)
+            a = np.asarray(E.to_host(g._array()) if isinstance(g, Tensor) else g)
             vals, hist = self._stats(a)
             if name not in self._shapes:
                 self._shapes[name] = a.shape
             if var is not None and not var.is_disposed:
-                w = np.array(var._array(), dtype=np.float64)
+                w = np.array(E.to_host(var._array()), dtype=np.float64)
                 vals[6] = _norm(w)
                 if self.track_updates:
                     snaps[name] = (var, w)
@@ -513,7 +514,7 @@ class GradientMonitor:
         for name, (var, before) in snaps.items():
             if var.is_disposed:
                 continue
-            after = np.asarray(var._array(), dtype=np.float64)
+            after = np.asarray(E.to_host(var._array()), dtype=np.float64)
             with np.errstate(all="ignore"):
                 d, w = _norm(after - before), _norm(before)
                 if w == 0:
@@ -595,6 +596,6 @@ def _loss_value(loss):
     if isinstance(loss, Tensor):
         if loss.is_disposed:
             return math.nan
-        a = np.asarray(loss._array())
+        a = np.asarray(E.to_host(loss._array()))
         return float(a.reshape(-1)[0]) if a.size == 1 else float(a.mean())
     return float(loss)

@@ -77,7 +77,7 @@ class Finding:
         self.inputs = [_range(n, t) for n, t in zip(names, inputs)]
         self.at = []          # the inputs' values at the bad element, where shapes allow
         for name, t in zip(names, inputs):
-            v = np.asarray(t._data)
+            v = np.asarray(E.to_host(t._data))
             if idx and v.shape == a.shape:
                 self.at.append(f"{name} = {v[idx]:.6g}")
 
@@ -235,10 +235,10 @@ def _zero_where_bad(n, gs, dx):
     except Exception:
         return False
     y = np.asarray(y[0] if isinstance(y, tuple) else y)
-    bad = ~np.isfinite(np.asarray(dx._data))
+    bad = ~np.isfinite(np.asarray(E.to_host(dx._data)))
     if y.shape != bad.shape:
         return False
-    gz = np.asarray(g._data)
+    gz = np.asarray(E.to_host(g._data))
     return bool(((gz == 0) & ~np.isfinite(y))[bad].all())
 
 

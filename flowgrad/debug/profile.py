@@ -97,7 +97,7 @@ class _Run:
         outs = out if isinstance(out, tuple) else (out,)
         self.kernels.append(KernelInfo(
             name=prim.name,
-            bytes_added=sum(o._data.nbytes for o in outs),
+            bytes_added=sum(E.nbytes(o) for o in outs),
             total_bytes_snapshot=E.num_bytes,
             tensors_added=len(outs),
             total_tensors_snapshot=E.num_tensors,

@@ -170,8 +170,16 @@ def scalar_of(v, dtype):
     if t is None:
         if len(_CONSTANTS) >= 4096:
             _CONSTANTS.clear()
-        t = _CONSTANTS[key] = E.constant_tensor(np.asarray(v, dtype=dtypes.NP[dtype]))
+        t = _CONSTANTS[key] = E.constant_tensor(
+            E.from_host(np.asarray(v, dtype=dtypes.NP[dtype])))
     return t
+
+
+def _forget_constants(ns):
+    _CONSTANTS.clear()        # they live on the previous backend
+
+
+E.backends.on_change(_forget_constants)
 
 
 def binary(name, *, policy="any", method=True, **flags):

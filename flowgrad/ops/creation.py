@@ -10,7 +10,7 @@ import numpy as np
 
 from .. import dtypes
 from .. import engine as E
-from ..errors import ArgumentError, DtypeError, ShapeError
+from ..errors import ArgumentError, BackendError, DtypeError, ShapeError
 from ..tensor import Tensor, to_array
 from ._core import as_int, as_number, as_tensor, export, primitive
 
@@ -61,6 +61,44 @@ def tensor(values, shape=None, dtype=None):
         arr = arr.reshape(shape)
     elif isinstance(values, np.ndarray) and arr is values:
         arr = arr.copy()
+    return E.make_tensor(E.from_host(arr))
+
+
+@export(method=False)
+def from_dlpack(x):
+    """A tensor over any DLPack array (NumPy, CuPy, PyTorch, JAX, another flowgrad tensor)
+    on the active backend, sharing its memory when the devices allow: no copy is made when
+    the dtype is one of flowgrad's and the array can be read where the backend computes.
+    Otherwise (another dtype, another device, a read-only array from a producer too old to
+    say so over DLPack) the values are copied. Do not modify a shared array afterwards.
+
+    >>> import numpy as np, flowgrad as tf
+    >>> a = np.arange(3.0)
+    >>> t = tf.from_dlpack(a)
+    >>> t.dtype, np.shares_memory(t._data, a)
+    ('float64', True)
+    """
+    if not hasattr(x, "__dlpack__"):
+        raise ArgumentError(f"from_dlpack(x): x must support DLPack (have __dlpack__), got "
+                            f"{type(x).__name__}")
+    B = E.B
+    try:
+        arr = B.from_dlpack(x)
+    except (BufferError, RuntimeError, TypeError, ValueError) as first:
+        try:
+            arr = B.from_dlpack(x, copy=True)
+        except Exception:
+            raise BackendError(f"from_dlpack(x): backend '{B.name}' cannot read a "
+                               f"{type(x).__name__} ({first}); copy it to the host first "
+                               f"(e.g. x.cpu() or np.asarray(x)) and call tf.tensor()") \
+                from first
+    if arr.dtype not in E._NAME:
+        # NOTE: not one of flowgrad's dtypes: convert on the host (int64 -> int32...)
+        return E.make_tensor(E.from_host(to_array(np.asarray(E.to_host(arr)),
+                                                  where="from_dlpack()")))
+    if E._NAME[arr.dtype] not in B.dtypes or B.dtypes[E._NAME[arr.dtype]] != arr.dtype:
+        raise BackendError(f"from_dlpack(x): backend '{B.name}' returned a "
+                           f"{type(arr).__name__} of another backend")
     return E.make_tensor(arr)
 
 
@@ -75,7 +113,7 @@ def from_numpy(array):
     """
     if not isinstance(array, np.ndarray):
         raise ArgumentError(f"from_numpy() takes a NumPy array, got {type(array).__name__}")
-    return E.make_tensor(to_array(array, where="from_numpy()"))
+    return E.make_tensor(E.from_host(to_array(array, where="from_numpy()")))
 
 
 @export(method=False)
@@ -130,7 +168,7 @@ def tensor1d(values, dtype=None):
     arr = to_array(values, _dtype(dtype, None), where="tensor1d()")
     if arr.ndim != 1:
         raise ShapeError("tensor1d() requires values to be a flat/TypedArray")
-    return E.make_tensor(arr.copy() if arr is values else arr)
+    return E.make_tensor(E.from_host(arr.copy() if arr is values else arr))
 
 
 _words = {2: "two", 3: "three", 4: "four", 5: "five", 6: "six"}

@@ -16,6 +16,7 @@ import sys
 
 import numpy as np
 
+from .. import engine as E
 from ..distributed.runtime import is_root
 from ..errors import ArgumentError
 from ..tensor import Tensor
@@ -31,11 +32,11 @@ class _Observer:
 
     def on_apply(self, opt, pairs, loss):
         if isinstance(loss, Tensor) and not loss.is_disposed and loss.size == 1:
-            self.last_loss = float(np.asarray(loss._array()).reshape(-1)[0])
+            self.last_loss = float(np.asarray(E.to_host(loss._array())).reshape(-1)[0])
         sq = 0.0
         for _, g in pairs:
             if g is not None:
-                a = np.asarray(g._array())
+                a = np.asarray(E.to_host(g._array()))
                 sq += float(np.sum(np.square(a, dtype=np.float64)))
         self.last_global_norm = math.sqrt(sq)
         if self.inner is not None:

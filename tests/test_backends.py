@@ -1,0 +1,82 @@
+"""The backend layer: selecting backends, tensors of two backends in one op, the CuPy backend
+without a GPU, DLPack with NumPy (no copies where none is needed), device memory."""
+import numpy as np
+import pytest
+
+import flowgrad as tf
+import flowgrad.backends as bk
+from flowgrad.errors import ArgumentError, BackendError, MissingDependencyError
+
+strict = pytest.importorskip("array_api_strict", reason="the strict backend needs "
+                             "array-api-strict (the test extra)")
+
+
+@pytest.fixture
+def on_strict():
+    prev = tf.set_backend("array_api_strict")
+    yield
+    tf.set_backend(prev)
+
+
+def test_select_and_list():
+    assert tf.get_backend() == "numpy"
+    assert {"numpy", "cupy", "array_api_strict"} <= set(tf.backends())
+    assert tf.backends() == bk.backends()            # the package, called, lists them
+    with pytest.raises(BackendError, match="Backend 'webgl' not found: the backends are"):
+        tf.set_backend("webgl")
+    with pytest.raises(ArgumentError, match="must be a string"):
+        tf.set_backend(3)
+    assert tf.get_backend() == "numpy"
+
+
+def test_tensors_remember_their_backend(on_strict):
+    before = tf.memory().num_bytes
+    x = tf.tensor([1.0, 2.0])
+    assert type(x._data) is type(strict.asarray(0.0))
+    assert tf.memory().num_bytes - before == 8               # two float32, counted alike
+    np.testing.assert_allclose(x.exp().numpy(), np.exp([1.0, 2.0]), rtol=1e-6)
+    tf.set_backend("numpy")
+    y = tf.tensor([1.0, 2.0])
+    with pytest.raises(BackendError) as e:
+        y + x
+    msg = str(e.value)
+    assert "input 1 is a tensor of backend 'array_api_strict'" in msg
+    assert "the active backend is 'numpy'" in msg and "tf.from_dlpack" in msg
+    z = tf.from_dlpack(x)                            # brought over, without a copy
+    assert isinstance(z._data, np.ndarray) and (y + z).numpy().tolist() == [2.0, 4.0]
+
+
+def test_cupy_without_cupy_or_gpu_is_a_clear_error():
+    try:
+        import cupy  # noqa: F401
+        has_cupy = True
+    except ImportError:
+        has_cupy = False
+    if has_cupy:
+        pytest.skip("CuPy is installed here: bench/gpu_check.py covers the GPU")
+    with pytest.raises(MissingDependencyError, match=r"flowgrad\[cuda\]"):
+        tf.set_backend("cupy")
+    assert tf.get_backend() == "numpy"
+
+
+def test_dlpack_round_trips_share_memory():
+    a = np.arange(6.0).reshape(2, 3)
+    t = tf.from_dlpack(a)
+    assert t.dtype == "float64" and t.shape == (2, 3)
+    assert np.shares_memory(t._data, a)                      # no copy in
+    back = np.from_dlpack(t)
+    assert np.shares_memory(back, t._data)                   # no copy out
+    assert t.__dlpack_device__() == a.__dlpack_device__()
+    ro = np.arange(3.0)
+    ro.flags.writeable = False
+    assert np.shares_memory(tf.from_dlpack(ro)._data, ro)    # DLPack 1.0 says read-only
+    i64 = tf.from_dlpack(np.arange(3))                       # not a flowgrad dtype: copied
+    assert i64.dtype == "int32" and i64.numpy().tolist() == [0, 1, 2]
+    f = tf.from_dlpack(tf.tensor([1.5]))                     # another tensor
+    assert f.item() == 1.5
+    with pytest.raises(ArgumentError, match="must support DLPack"):
+        tf.from_dlpack([1, 2])
+
+
+def test_memory_reports_no_device_bytes_on_the_host():
+    assert "num_bytes_in_gpu" not in tf.memory()
