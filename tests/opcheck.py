@@ -136,9 +136,23 @@ def _check_forward(case):
                                        err_msg=case.name)
 
 
-def run_case(case):
-    """Check one row: forward in float64 and float32, gradients to ``case.order`` against
-    finite differences, float32 gradients against float64 ones, and no leaked tensor."""
+# the backends every table runs on: NumPy, and array-api-strict (registered by conftest.py
+# when installed), which fails any kernel that calls past the array API standard
+BACKENDS = ["numpy"] + (["array_api_strict"] if "array_api_strict" in tf.backends() else [])
+
+
+def run_case(case, backend="numpy"):
+    """Check one row on ``backend``: forward in float64 and float32, gradients to
+    ``case.order`` against finite differences, float32 gradients against float64 ones, and
+    no leaked tensor."""
+    prev = tf.set_backend(backend)
+    try:
+        _run_case(case)
+    finally:
+        tf.set_backend(prev)
+
+
+def _run_case(case):
     arrays = make_inputs(case)
     before = live_tensors()
     _check_forward(case)
