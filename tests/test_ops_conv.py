@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 import flowgrad as tf
 from flowgrad.errors import ArgumentError, ShapeError
 from flowgrad.ops import conv as conv_mod
-from opcheck import Case, run_case
+from opcheck import BACKENDS, Case, run_case
 
 F64 = "float64"
 
@@ -187,9 +187,10 @@ CASES = [
 ]
 
 
+@pytest.mark.parametrize("backend", BACKENDS)
 @pytest.mark.parametrize("case", CASES, ids=repr)
-def test_op(case):
-    run_case(case)
+def test_op(case, backend):
+    run_case(case, backend)
 
 
 # ---------------------------------------------------------------- both col2im strategies

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 import flowgrad as tf
 from flowgrad.errors import ArgumentError, DtypeError, ShapeError
-from opcheck import Case, run_case
+from opcheck import BACKENDS, Case, run_case
 
 MODES = {"plain": (False, False), "align": (True, False), "half": (False, True)}
 
@@ -138,9 +138,10 @@ CASES = resize_cases() + [
 ]
 
 
+@pytest.mark.parametrize("backend", BACKENDS)
 @pytest.mark.parametrize("case", CASES, ids=repr)
-def test_op(case):
-    run_case(case)
+def test_op(case, backend):
+    run_case(case, backend)
 
 
 # ---------------------------------------------------------------- properties

@@ -15,7 +15,7 @@ from hypothesis.extra import numpy as hnp
 
 import flowgrad as tf
 from flowgrad.errors import ArgumentError, DtypeError, ShapeError
-from opcheck import Case, run_case
+from opcheck import BACKENDS, Case, run_case
 
 
 def ints(a):
@@ -266,9 +266,10 @@ CASES = [
 ]
 
 
+@pytest.mark.parametrize("backend", BACKENDS)
 @pytest.mark.parametrize("case", CASES, ids=repr)
-def test_op(case):
-    run_case(case)
+def test_op(case, backend):
+    run_case(case, backend)
 
 
 # ---------------------------------------------------------------- specific behaviour

@@ -6,7 +6,7 @@ import pytest
 
 import flowgrad as tf
 from flowgrad.errors import ArgumentError, GradientError, ShapeError
-from opcheck import Case, run_case
+from opcheck import BACKENDS, Case, run_case
 
 
 # ---------------------------------------------------------------- einsum
@@ -48,9 +48,10 @@ EINSUM = [
 ]
 
 
+@pytest.mark.parametrize("backend", BACKENDS)
 @pytest.mark.parametrize("case", EINSUM, ids=repr)
-def test_einsum(case):
-    run_case(case)
+def test_einsum(case, backend):
+    run_case(case, backend)
 
 
 def test_einsum_int_and_promotion():
@@ -202,9 +203,10 @@ QR = [qr_case((3, 3)), qr_case((4, 2)), qr_case((2, 4)), qr_case((1, 1)), qr_cas
       qr_case((4, 2), full=True, order=-1)]    # full q with m > n: forward only
 
 
+@pytest.mark.parametrize("backend", BACKENDS)
 @pytest.mark.parametrize("case", QR, ids=repr)
-def test_qr(case):
-    run_case(case)
+def test_qr(case, backend):
+    run_case(case, backend)
 
 
 @pytest.mark.parametrize("shape,full", [((5, 3), False), ((5, 3), True), ((3, 5), False),
@@ -284,9 +286,10 @@ GS = [
 ]
 
 
+@pytest.mark.parametrize("backend", BACKENDS)
 @pytest.mark.parametrize("case", GS, ids=repr)
-def test_gram_schmidt(case):
-    run_case(case)
+def test_gram_schmidt(case, backend):
+    run_case(case, backend)
 
 
 def test_gram_schmidt_properties():

@@ -10,7 +10,7 @@ from hypothesis.extra import numpy as hnp
 
 import flowgrad as tf
 from flowgrad.errors import ArgumentError, ShapeError
-from opcheck import Case, run_case
+from opcheck import BACKENDS, Case, run_case
 
 R = tf.losses.Reduction
 L = tf.losses
@@ -152,9 +152,10 @@ CASES = elementwise_cases() + [
 ]
 
 
+@pytest.mark.parametrize("backend", BACKENDS)
 @pytest.mark.parametrize("case", CASES, ids=repr)
-def test_op(case):
-    run_case(case)
+def test_op(case, backend):
+    run_case(case, backend)
 
 
 # ---------------------------------------------------------------- properties

@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 
 import flowgrad as tf
 from flowgrad.errors import ArgumentError, DtypeError, ShapeError
-from opcheck import Case, run_case
+from opcheck import BACKENDS, Case, run_case
 
 BCAST = [((2, 3), (2, 3)), ((2, 3), (3,)), ((2, 1), (1, 3)), ((), (2, 3))]
 
@@ -58,9 +58,10 @@ CASES = [
 ]
 
 
+@pytest.mark.parametrize("backend", BACKENDS)
 @pytest.mark.parametrize("case", CASES, ids=repr)
-def test_op(case):
-    run_case(case)
+def test_op(case, backend):
+    run_case(case, backend)
 
 
 # ---------------------------------------------------------------- div_no_nan at b = 0

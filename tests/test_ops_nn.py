@@ -7,7 +7,7 @@ import pytest
 
 import flowgrad as tf
 from flowgrad.errors import ArgumentError, DtypeError, ShapeError
-from opcheck import Case, run_case
+from opcheck import BACKENDS, Case, run_case
 
 
 def sigmoid(x):
@@ -41,9 +41,10 @@ BN = [
 ]
 
 
+@pytest.mark.parametrize("backend", BACKENDS)
 @pytest.mark.parametrize("case", BN, ids=repr)
-def test_batch_norm(case):
-    run_case(case)
+def test_batch_norm(case, backend):
+    run_case(case, backend)
 
 
 def test_batch_norm_method_and_camel_case():
@@ -76,9 +77,10 @@ LRN = [
 ]
 
 
+@pytest.mark.parametrize("backend", BACKENDS)
 @pytest.mark.parametrize("case", LRN, ids=repr)
-def test_lrn(case):
-    run_case(case)
+def test_lrn(case, backend):
+    run_case(case, backend)
 
 
 def test_lrn_method_and_alias():
@@ -132,9 +134,10 @@ DROPOUT = [Case("dropout[seeded]", lambda x: tf.dropout(x, 0.4, seed=11),
                 lambda x: x * dropout_mask((3, 4), 0.4, 11), [((3, 4), "real")])]
 
 
+@pytest.mark.parametrize("backend", BACKENDS)
 @pytest.mark.parametrize("case", DROPOUT, ids=repr)
-def test_dropout_table(case):
-    run_case(case)
+def test_dropout_table(case, backend):
+    run_case(case, backend)
 
 
 # ---------------------------------------------------------------- LSTM
@@ -157,9 +160,10 @@ LSTM = [
 ]
 
 
+@pytest.mark.parametrize("backend", BACKENDS)
 @pytest.mark.parametrize("case", LSTM, ids=repr)
-def test_lstm(case):
-    run_case(case)
+def test_lstm(case, backend):
+    run_case(case, backend)
 
 
 def multi_fn(k1, b1, k2, b2, d, c1, h1, c2, h2):
@@ -181,9 +185,10 @@ MULTI = [Case("multi_rnn_cell", multi_fn, multi_ref,
                ((2, 1), "real")])]
 
 
+@pytest.mark.parametrize("backend", BACKENDS)
 @pytest.mark.parametrize("case", MULTI, ids=repr)
-def test_multi_rnn_cell(case):
-    run_case(case)
+def test_multi_rnn_cell(case, backend):
+    run_case(case, backend)
 
 
 # ---------------------------------------------------------------- errors

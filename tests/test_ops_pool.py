@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 import flowgrad as tf
 from flowgrad.errors import ArgumentError, ShapeError
-from opcheck import Case, run_case
+from opcheck import BACKENDS, Case, run_case
 from test_ops_conv import tf_padding, tup
 
 F64 = "float64"
@@ -88,9 +88,10 @@ CASES = [
 ]
 
 
+@pytest.mark.parametrize("backend", BACKENDS)
 @pytest.mark.parametrize("case", CASES, ids=repr)
-def test_op(case):
-    run_case(case)
+def test_op(case, backend):
+    run_case(case, backend)
 
 
 # ---------------------------------------------------------------- conventions

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 import flowgrad as tf
 from flowgrad.errors import ArgumentError, DtypeError, ShapeError
-from opcheck import Case, run_case
+from opcheck import BACKENDS, Case, run_case
 
 
 # ---------------------------------------------------------------- references
@@ -140,9 +140,10 @@ CASES = [
 ]
 
 
+@pytest.mark.parametrize("backend", BACKENDS)
 @pytest.mark.parametrize("case", CASES, ids=repr)
-def test_op(case):
-    run_case(case)
+def test_op(case, backend):
+    run_case(case, backend)
 
 
 # ---------------------------------------------------------------- cumsum / cumprod

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import flowgrad as tf
-from opcheck import Case, run_case
+from opcheck import BACKENDS, Case, run_case
 
 SELU_SCALE, SELU_ALPHA = 1.0507009873554805, 1.6732632423543772   # TF.js's constants
 erf_ref = np.vectorize(math.erf)
@@ -244,9 +244,10 @@ CASES = [
 ]
 
 
+@pytest.mark.parametrize("backend", BACKENDS)
 @pytest.mark.parametrize("case", CASES, ids=repr)
-def test_op(case):
-    run_case(case)
+def test_op(case, backend):
+    run_case(case, backend)
 
 
 def test_table_covers_the_core_ops():

@@ -286,7 +286,8 @@ def norm_axes(axis, rank, opname="op"):
 # Cast lives here because dtype promotion above needs it; it is an ordinary op otherwise.
 @primitive("Cast", batch=True)
 def _cast(B, x, dtype):
-    return x.astype(dtype)
+    # dtype attributes are flowgrad names: each backend has its own dtype objects
+    return B.astype(x, B.dtypes[dtype])
 
 
 @_cast.def_vjp
@@ -312,4 +313,4 @@ def cast(x, dtype):
     dt = dtypes.canonical(dtype)
     if dt == x.dtype:
         return x
-    return E.run_kernel(_cast, (x,), {"dtype": dtypes.NP[dt]})
+    return E.run_kernel(_cast, (x,), {"dtype": dt})

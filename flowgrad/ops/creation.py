@@ -179,7 +179,7 @@ tensor2d, tensor3d, tensor4d, tensor5d, tensor6d = (_tensor_nd(r) for r in _buil
 
 @primitive("Fill")
 def _fill(B, shape, value, dtype):
-    return B.full(shape, value, dtype=dtype)
+    return B.full(shape, value, dtype=B.dtypes[dtype])
 
 
 @export(method=False)
@@ -196,7 +196,7 @@ def fill(shape, value, dtype=None):
     default = dtypes.bool_ if isinstance(value, (bool, np.bool_)) else dtypes.float32
     dt = _dtype(dtype, default)
     return E.run_kernel(_fill, (), {"shape": _shape(shape, "fill()"), "value": value,
-                                    "dtype": dtypes.NP[dt]})
+                                    "dtype": dt})
 
 
 @export(method=False)
