@@ -40,6 +40,8 @@ def complete(ns, name):
     missing = [k for k in REQUIRED if not hasattr(ns, k)]
     if missing:
         raise TypeError(f"backend '{name}': its namespace lacks {', '.join(missing)}")
+    # for dtype tests in kernels (the standard's dtypes have no NumPy ``kind``)
+    ns.float_dtypes = (ns.dtypes["float32"], ns.dtypes["float64"])
     for ext, generic in EXTENSIONS.items():
         f = OVERRIDES.get((name, ext))
         setattr(ns, ext, f if f is not None else functools.partial(generic, ns))
