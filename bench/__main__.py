@@ -1,5 +1,6 @@
 """``python -m bench [--quick] [names...]``: run the workloads and print a table of
-flowgrad's time, the NumPy floor's, and their ratio."""
+flowgrad's time, the NumPy floor's, and their ratio. Rows marked ``[torch]``, ``[jax]`` or
+``[autograd]`` put that peer in flowgrad's column (measured only where importable)."""
 import argparse
 import sys
 

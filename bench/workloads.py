@@ -5,6 +5,7 @@ import numpy as np
 import flowgrad as tf
 from flowgrad import tape
 
+from . import peers
 from .timing import measure
 
 
@@ -63,6 +64,7 @@ def w1(reps, n_ops=200):
         t = measure({"fg": lambda: _chain(x, n_ops), "np": fwd_np}, reps, inner=5)
         rows.append((f"W1 chain fwd only, {size} elt", t["fg"], t["np"], 1e6 / n_ops,
                      "us/op"))
+        rows += peers.w1_rows(reps, n_ops, size, a, floor)
     return rows
 
 
@@ -216,7 +218,8 @@ def w2(reps, steps=200):
     finally:
         tf.dispose(vs)
         opt.dispose()
-    return rows + [("W2 ..., tf.jit(minimize)", t["fg"], t["np"], 1e3, "ms")]
+    rows.append(("W2 ..., tf.jit(minimize)", t["fg"], t["np"], 1e3, "ms"))
+    return rows + peers.w2_rows(reps, x, y, params, _NumpyAdam, steps)
 
 
 # ---------------------------------------------------------------- W3: big elementwise

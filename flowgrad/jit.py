@@ -157,7 +157,7 @@ def _simplify(tr, out_refs):
         refs = tuple(sub(r) for r in refs)
         name = prim.name
         if name == "Add" and refs[0] == refs[1] and refs[0][0] == "s" and \
-                tr.meta[refs[0][1]][1].kind == "f":
+                tr.meta[refs[0][1]][1] in E.B.float_dtypes:
             # x + x is 2 * x to the bit (both round the exact double), and one stream
             # fewer to read
             prim, refs = _multiply(), (refs[0], ("c", _two(tr.meta[refs[0][1]][1])))
@@ -197,7 +197,10 @@ _TWOS = {}
 
 
 def _two(dtype):
-    return _TWOS.setdefault(dtype, np.asarray(2, dtype))
+    key = (E.B.name, dtype)
+    if key not in _TWOS:
+        _TWOS[key] = E.B.asarray(2, dtype=dtype)
+    return _TWOS[key]
 
 
 def _compile(tr, n_args, out_refs):
@@ -291,10 +294,11 @@ def _compile(tr, n_args, out_refs):
 
 
 def _big_float_ufunc(tr, prim, refs, outs):
-    if prim.ufunc is None or len(outs) != 1:
+    # buffers need ufuncs that take out= (NumPy, CuPy; the array API standard has none)
+    if prim.ufunc is None or len(outs) != 1 or not E.B.supports_out:
         return False
     shape, dt = tr.meta[outs[0]]
-    if dt.kind != "f" or int(np.prod(shape)) < POOL_MIN:
+    if dt not in E.B.float_dtypes or int(np.prod(shape)) < POOL_MIN:
         return False
     return all(r[0] != "s" or tr.meta[r[1]][1] == dt for r in refs)
 
@@ -319,7 +323,7 @@ class _Recycled:
         a = self.arr
         # NOTE: references: self.arr, the local a, getrefcount's argument
         if a is None or sys.getrefcount(a) > 3:
-            a = self.arr = np.empty(self.shape, self.dtype)
+            a = self.arr = E.B.empty(self.shape, dtype=self.dtype)
         return a
 
 
@@ -364,7 +368,7 @@ def _plan(tr, steps, last, escape):
                     if b2 is pools[r[1]]:
                         free.setdefault(key, []).append(lst.pop(j)[1])
                         break
-        buf = free[key].pop() if free.get(key) else np.empty(*key)
+        buf = free[key].pop() if free.get(key) else E.B.empty(key[0], dtype=key[1])
         pools[outs[0]] = buf
         release.setdefault(last.get(outs[0], i), []).append((key, buf))
     return pools, handed

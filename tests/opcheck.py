@@ -14,7 +14,6 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 import numpy as np
-import pytest
 
 import flowgrad as tf
 
@@ -140,13 +139,10 @@ def _check_forward(case):
 
 # the backends every table runs on: NumPy, and array-api-strict (registered by conftest.py
 # when installed), which fails any kernel that calls past the array API standard
-BACKENDS = ["numpy"] + (["array_api_strict"] if "array_api_strict" in tf.backends() else [])
-
-
-# While the kernels are being ported to the array API (the backends issue), a row that fails
-# on a backend other than NumPy is reported as xfail with its error, not hidden:
-# FLOWGRAD_STRICT_PENDING=0 shows the failures. The port is done when this is False.
-STRICT_PENDING = os.environ.get("FLOWGRAD_STRICT_PENDING", "1") != "0"
+# (FLOWGRAD_TEST_BACKENDS=numpy,cupy picks others: bench/gpu.py runs the tables on CuPy)
+BACKENDS = os.environ.get("FLOWGRAD_TEST_BACKENDS", "").split(",") if \
+    os.environ.get("FLOWGRAD_TEST_BACKENDS") else \
+    ["numpy"] + (["array_api_strict"] if "array_api_strict" in tf.backends() else [])
 
 
 def run_case(case, backend="numpy"):
@@ -156,10 +152,6 @@ def run_case(case, backend="numpy"):
     prev = tf.set_backend(backend)
     try:
         _run_case(case)
-    except Exception as e:
-        if backend == "numpy" or not STRICT_PENDING:
-            raise
-        pytest.xfail(f"not yet on {backend}: {type(e).__name__}: {str(e)[:200]}")
     finally:
         tf.set_backend(prev)
 

@@ -11,6 +11,7 @@ NAME = "array_api_strict"
 def make_strict_backend():
     import array_api_strict as xp
     ns = types.SimpleNamespace(**{k: getattr(xp, k) for k in dir(xp) if not k.startswith("_")})
+    ns.linalg = xp.linalg      # the standard's linalg extension (not in dir(xp))
     ns.name = NAME
     ns.dtypes = {"float32": xp.float32, "float64": xp.float64, "int32": xp.int32,
                  "bool": xp.bool}

@@ -1,6 +1,7 @@
 """Convolutions: forward against direct-sum NumPy references, gradients (to order 2, for x
 and the filter, dilated too) against finite differences, both col2im strategies, the
 adjoint identities as properties, TF.js's shape conventions, and every error message."""
+import functools
 import itertools
 import math
 import re
@@ -200,8 +201,18 @@ GEOMETRIES = [((1, 1), (1, 1), "same"), ((2, 2), (1, 1), "same"), ((2, 3), (1, 1
               ((2, 2), (1, 1), 1), ((1, 1), (3, 3), [[0, 0], [5, 0], [0, 4], [0, 0]])]
 
 
+@pytest.mark.parametrize("backend", BACKENDS)
 @pytest.mark.parametrize("strides,dil,pad", GEOMETRIES, ids=str)
-def test_col2im_strategies_agree(strides, dil, pad, monkeypatch):
+def test_col2im_strategies_agree(strides, dil, pad, backend, monkeypatch):
+    monkeypatch.setattr(conv_mod, "COL2IM", None)
+    prev = tf.set_backend(backend)
+    try:
+        _col2im_strategies_agree(strides, dil, pad, monkeypatch)
+    finally:
+        tf.set_backend(prev)
+
+
+def _col2im_strategies_agree(strides, dil, pad, monkeypatch):
     rng = np.random.default_rng(3)
     x = tf.tensor(rng.normal(size=(2, 7, 6, 3)), dtype=F64)
     w = tf.tensor(rng.normal(size=(3, 2, 3, 2)), dtype=F64)
@@ -216,6 +227,59 @@ def test_col2im_strategies_agree(strides, dil, pad, monkeypatch):
     # and both are the adjoint of the forward
     lhs = float((op(x, w, strides, pad, "NHWC", dil) * dy).sum().item())
     assert abs(lhs - float((got["loop"] * x.numpy()).sum())) < 1e-9 * max(1, abs(lhs))
+
+
+# ---------------------------------------------------------------- generic extensions
+# Each window extension's generic version (the array API alone) against NumPy's override,
+# on NumPy arrays: any geometry, padding cells that no output reaches included.
+
+@st.composite
+def window_setup(draw):
+    n = draw(st.integers(1, 3))
+    k = tuple(draw(st.integers(1, 3)) for _ in range(n))
+    s = tuple(draw(st.integers(1, 3)) for _ in range(n))
+    d = tuple(draw(st.integers(1, 2)) for _ in range(n))
+    out = tuple(draw(st.integers(1, 3)) for _ in range(n))
+    before = tuple(draw(st.integers(-3, 3)) for _ in range(n))
+    size = tuple(draw(st.integers(1, 6)) for _ in range(n))
+    return n, k, s, d, out, before, size, draw(st.integers(1, 2)), draw(st.integers(0, 99))
+
+
+@settings(max_examples=80, deadline=None)
+@given(window_setup())
+def test_generic_window_extensions_match_numpy(setup):
+    from flowgrad.backends import ext, namespace
+    n, k, s, d, out, before, size, lead, seed = setup
+    B = namespace("numpy")
+    generic = {name: functools.partial(ext.EXTENSIONS[name], B) for name in
+               ("windows", "reduce_windows", "scatter_windows", "depthwise_dot")}
+    rng = np.random.default_rng(seed)
+    span = tuple((out[i] - 1) * s[i] + (k[i] - 1) * d[i] + 1 for i in range(n))
+    xp = rng.normal(size=(2, *span, 3))
+    np.testing.assert_array_equal(generic["windows"](xp, out, s, d, k),
+                                  B.windows(xp, out, s, d, k))
+    for kind in ("sum", "max"):
+        np.testing.assert_allclose(generic["reduce_windows"](xp, out, s, d, k, kind),
+                                   B.reduce_windows(xp, out, s, d, k, kind), atol=1e-12)
+    w = rng.normal(size=(*k, 3, 2))
+    np.testing.assert_allclose(generic["depthwise_dot"](B.windows(xp, out, s, d, k), w),
+                               B.depthwise_dot(B.windows(xp, out, s, d, k), w), atol=1e-12)
+    parts = rng.normal(size=(math.prod(k),) + (2,) * lead + out + (3,))
+    shape = (2,) * lead + size + (3,)
+    want = B.scatter_windows(iter(parts), shape, lead, out, s, d, k, before)
+    np.testing.assert_allclose(
+        generic["scatter_windows"](iter(parts), shape, lead, out, s, d, k, before), want,
+        atol=1e-12)
+    # the scatter is the adjoint of the (padded) windows' read
+    flat = xp.shape[:1] + size + xp.shape[-1:]
+    if lead == 1 and all(b >= 0 and b + sz <= sp for b, sz, sp in zip(before, size, span)):
+        x = rng.normal(size=flat)
+        xpad = np.zeros_like(xp)
+        xpad[(slice(None),) + tuple(slice(b, b + sz) for b, sz in zip(before, size))] = x
+        cols = np.moveaxis(B.windows(xpad, out, s, d, k).reshape(
+            (2,) + out + (-1, 3)), 1 + n, 0)
+        lhs = float((cols * parts[:, :2]).sum())
+        assert abs(lhs - float((want * x).sum())) < 1e-9 * max(1, abs(lhs))
 
 
 # ---------------------------------------------------------------- adjoint properties

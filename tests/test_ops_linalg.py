@@ -83,10 +83,18 @@ def test_einsum_whitespace_and_same_tensor_twice():
                                [2, 4, 6])
 
 
+@pytest.fixture(params=BACKENDS)
+def backend(request):
+    prev = tf.set_backend(request.param)
+    yield request.param
+    tf.set_backend(prev)
+
+
 @pytest.mark.parametrize("eq,shapes", [("ij,jk->ik", [(2, 3), (3, 2)]), ("ii->i", [(3, 3)]),
                                        ("ij->i", [(2, 3)]), ("...i,i->...", [(2, 1, 3), (3,)])])
-def test_einsum_jacobian(eq, shapes):
-    # one vectorised backward pass (einsum's rule takes a batch of cotangents)
+def test_einsum_jacobian(eq, shapes, backend):
+    # one vectorised backward pass (einsum's rule takes a batch of cotangents, whose axis
+    # broadcasts against length-1 axes: the generic einsum's squeeze path)
     rng = np.random.default_rng(0)
     arrays = [rng.normal(size=s) for s in shapes]
     others = [tf.tensor(a, dtype="float64") for a in arrays[1:]]
@@ -100,7 +108,7 @@ def test_einsum_jacobian(eq, shapes):
     np.testing.assert_allclose(jac.numpy(), want, atol=1e-12)
 
 
-def test_einsum_third_order():
+def test_einsum_third_order(backend):
     # trace(x x x) is a cubic: d/dx = 3 (x²)ᵀ, and the third derivative is constant
     x = tf.tensor([[1.0, 2.0], [0.5, -1.0]], dtype="float64")
     f = lambda v: tf.einsum("ij,jk,ki->", v, v, v)   # noqa: E731
@@ -211,7 +219,7 @@ def test_qr(case, backend):
 
 @pytest.mark.parametrize("shape,full", [((5, 3), False), ((5, 3), True), ((3, 5), False),
                                         ((3, 3), False), ((2, 4, 4), False)])
-def test_qr_properties(shape, full):
+def test_qr_properties(shape, full, backend):
     x = np.random.default_rng(3).normal(size=shape)
     q, r = (t.numpy() for t in tf.linalg.qr(tf.tensor(x, dtype="float64"), full))
     k = q.shape[-1]
@@ -221,7 +229,7 @@ def test_qr_properties(shape, full):
     np.testing.assert_array_equal(np.tril(r, -1), 0)
 
 
-def test_qr_tfjs_signs_fixed_points():
+def test_qr_tfjs_signs_fixed_points(backend):
     # TF.js reflects even a column that is already zero below the pivot: qr(I) = (-I, -I)
     q, r = tf.linalg.qr(tf.eye(3))
     np.testing.assert_array_equal(q.numpy(), -np.eye(3))
@@ -237,14 +245,14 @@ def test_qr_tfjs_signs_fixed_points():
     assert r.numpy()[1, 1] > 0      # LAPACK alone would give -0.632...
 
 
-def test_qr_dtypes():
+def test_qr_dtypes(backend):
     q, r = tf.linalg.qr(tf.tensor([[1, 2], [3, 4]], dtype="int32"))
     assert q.dtype == r.dtype == "float32"
     q, r = tf.linalg.qr(tf.ones([2, 2], "float64"))
     assert q.dtype == "float64"
 
 
-def test_qr_full_gradient():
+def test_qr_full_gradient(backend):
     x = tf.tensor(np.random.default_rng(4).normal(size=(4, 2)), dtype="float64")
     # r (and q's first n columns) are functions of x: differentiable
     g = tf.grad(lambda v: tf.linalg.qr(v, True)[1].sum())(x)

@@ -1,7 +1,11 @@
 """The elementwise math added for the complete op set (div_no_nan, bitwise_and) and the
 reduction composites euclidean_norm and moments: table rows against NumPy and finite
 differences to order 2, div_no_nan at b = 0 (no NaN at any order, unlike TF.js which
-throws), errors and properties."""
+throws), errors and properties. The math kernels' dtype paths (int32, NaN, bounds) on every
+backend, and the math extensions' generic implementations against NumPy's own."""
+import functools
+import math
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -9,6 +13,8 @@ from hypothesis import strategies as st
 
 import flowgrad as tf
 from flowgrad.errors import ArgumentError, DtypeError, ShapeError
+from flowgrad import backends
+from flowgrad.backends import ext
 from opcheck import BACKENDS, Case, run_case
 
 BCAST = [((2, 3), (2, 3)), ((2, 3), (3,)), ((2, 1), (1, 3)), ((), (2, 3))]
@@ -158,7 +164,14 @@ def test_errors(call, err, msg):
     assert msg in str(e.value)
 
 
-def test_relu_gradient_at_zero_and_nan():
+@pytest.fixture(params=BACKENDS)
+def on_backend(request):
+    prev = tf.set_backend(request.param)
+    yield request.param
+    tf.set_backend(prev)
+
+
+def test_relu_gradient_at_zero_and_nan(on_backend):
     """relu'(0) = 0 and a NaN input passes NaN to its gradient (TF.js: dy * step(x)), also
     when dy broadcasts a batch over x (the jacobian's rows)."""
     x = tf.tensor([-1.0, 0.0, 2.0, np.nan])
@@ -168,3 +181,96 @@ def test_relu_gradient_at_zero_and_nan():
     np.testing.assert_array_equal(tf.jacobian(lambda t: t.relu())(x).numpy(),
                                   [[0, 0, 0, np.nan], [0, 0, 0, np.nan], [0, 0, 1, np.nan],
                                    [0, 0, 0, np.nan]])
+
+
+# ---------------------------------------------------------------- kernels' dtype paths
+
+NAN, INF = float("nan"), float("inf")
+
+
+def i32(v):
+    return tf.tensor(v, dtype="int32")
+
+
+def vals(t):
+    return t.array_sync()
+
+
+def test_int_and_nan_paths(on_backend):
+    """The kernels' branches the float table rows do not reach, alike on every backend."""
+    assert vals(tf.div(i32([5, -7, 7]), i32([2, 2, -2]))) == [2, -4, -4]      # floor
+    p = tf.pow(i32([2, 3, 2]), i32([3, 2, -1]))     # computed in floats, truncated
+    assert p.dtype == "int32" and vals(p) == [8, 9, 0]
+    assert vals(tf.mod(i32([-7, 7]), i32([2, -2]))) == [1, -1]
+    # int32 clipped as floats, then truncated (TF.js stores the float bound)
+    c = tf.clip_by_value(i32([-3, 0, 1, 5]), -0.5, 2.7)
+    assert c.dtype == "int32" and vals(c) == [0, 0, 1, 2]
+    np.testing.assert_array_equal(tf.clip_by_value(tf.tensor([-3, 0, NAN]), -0.5, 2).numpy(),
+                                  [-0.5, 0, NAN])
+    np.testing.assert_allclose(vals(tf.step(tf.tensor([-1, 0, 2, NAN]), 0.3)),
+                               [0.3, 0.3, 1, NAN])
+    s = tf.step(i32([-1, 0, 2]), -1.7)
+    assert s.dtype == "int32" and vals(s) == [-1, -1, 1]
+    assert vals(tf.step(i32([-1, 2]))) == [0, 1]
+    assert vals(tf.sign(tf.tensor([-2, 0, NAN, 3]))) == [-1, 0, 0, 1]
+    assert vals(tf.sign(i32([-2, 0, 3]))) == [-1, 0, 1]
+    for f in (tf.floor, tf.ceil, tf.round):
+        r = f(i32([1, -2]))
+        assert r.dtype == "int32" and vals(r) == [1, -2]
+    r = tf.relu(i32([-1, 3]))
+    assert r.dtype == "int32" and vals(r) == [0, 3]
+    assert vals(tf.relu6(i32([-1, 3, 9]))) == [0, 3, 6]
+    d = tf.div_no_nan(i32([7, -7, 3]), i32([2, 2, 0]))
+    assert d.dtype == "int32" and vals(d) == [3, -4, 0]
+    assert vals(tf.div_no_nan(tf.tensor([1, 0, NAN, INF, 6]), tf.tensor([0, 0, 0, 0, 3]))) == \
+        [0, 0, 0, 0, 2]
+    np.testing.assert_allclose(vals(tf.softplus(tf.tensor([-100.0, 0, 100]))),
+                               [3.783506e-44, math.log(2), 100], rtol=1e-6)
+    np.testing.assert_allclose(vals(tf.log_sigmoid(tf.tensor([-100.0, 0, 100]))),
+                               [-100, -math.log(2), -3.783506e-44], rtol=1e-6)
+    assert vals(tf.is_nan(i32([1]))) == [False] and vals(tf.is_finite(i32([1]))) == [True]
+    with pytest.raises(DtypeError, match="must be bool tensor, but got float32 tensor"):
+        tf.logical_not(tf.tensor([1.0]))
+
+
+ERF_EDGES = [-INF, -30, -9, -8, -3, -1.00001, -1, -0.5, -0.0, 0, 1e-300, 1e-10, 0.99999, 1,
+             1.00001, 7.9, 8, 8.1, 26.9, 27, 27.1, INF]
+
+
+def test_erf_matches_math_erf(on_backend):
+    x = np.concatenate([np.linspace(-10, 10, 2001), ERF_EDGES])
+    y = tf.erf(tf.tensor(x, dtype="float64")).numpy()
+    np.testing.assert_allclose(y, [math.erf(v) for v in x], rtol=1e-15, atol=1e-300)
+    assert np.signbit(y[x == 0]).tolist() == np.signbit(x[x == 0]).tolist()
+    assert np.isnan(tf.erf(tf.tensor([NAN, 1.0])).numpy()[0])
+    y32 = tf.erf(tf.tensor(x.astype(np.float32)))
+    assert y32.dtype == "float32"
+    np.testing.assert_allclose(y32.numpy(), [math.erf(v) for v in x.astype(np.float32)],
+                               rtol=1e-7, atol=1e-37)
+
+
+def generic(name):
+    """An extension's generic implementation, run on NumPy's namespace."""
+    return functools.partial(ext.EXTENSIONS[name], backends.namespace("numpy"))
+
+
+@pytest.mark.parametrize("n", [1, 16, 191, 192, 511, 512, 2000])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_extensions_agree_with_numpy_overrides(n, dtype):
+    """NumPy's own erf, softplus and relu_grad (each with a path for small arrays) give
+    the generic implementations' results."""
+    B = backends.namespace("numpy")
+    rng = np.random.default_rng(n)
+    x = (rng.standard_normal(n) * 5).astype(dtype)
+    x[: min(n, 4)] = [NAN, 0, -0.0, INF][: min(n, 4)]
+    np.testing.assert_allclose(B.erf(x), generic("erf")(x), rtol=0, atol=0)
+    np.testing.assert_allclose(B.softplus(x), generic("softplus")(x),
+                               rtol=2e-7 if dtype == np.float32 else 1e-15)
+    assert B.softplus(x).dtype == dtype
+    dy = rng.standard_normal(n).astype(dtype)
+    xi = np.where(np.isfinite(x), x * 3, 0).astype(np.int32)
+    for d, xx in [(dy, x), (dy, xi), (np.eye(n, dtype=dtype)[:3], x)]:      # int x, batch dy
+        got, want = B.relu_grad(d, xx), generic("relu_grad")(d, xx)
+        assert got.dtype == want.dtype == dtype
+        np.testing.assert_array_equal(got, want)
+        np.testing.assert_array_equal(np.signbit(got), np.signbit(want))

@@ -22,7 +22,11 @@ REQUIRED = ("name", "dtypes", "array_types", "to_numpy", "from_numpy", "supports
 def extension(name=None):
     """Register ``fn(B, ...)`` as the generic implementation of an extension."""
     def deco(fn):
-        EXTENSIONS[name or fn.__name__] = fn
+        key = name or fn.__name__
+        if key in EXTENSIONS:
+            raise ValueError(f"extension '{key}' is registered twice: "
+                             f"{EXTENSIONS[key].__module__} and {fn.__module__}")
+        EXTENSIONS[key] = fn
         return fn
     return deco
 
@@ -41,7 +45,7 @@ def complete(ns, name):
     if missing:
         raise TypeError(f"backend '{name}': its namespace lacks {', '.join(missing)}")
     # for dtype tests in kernels (the standard's dtypes have no NumPy ``kind``)
-    ns.float_dtypes = (ns.dtypes["float32"], ns.dtypes["float64"])
+    ns.float_dtypes = frozenset((ns.dtypes["float32"], ns.dtypes["float64"]))
     for ext, generic in EXTENSIONS.items():
         f = OVERRIDES.get((name, ext))
         setattr(ns, ext, f if f is not None else functools.partial(generic, ns))

@@ -382,9 +382,10 @@ def _node_forward(n):
     attrs = n.attrs or {}
 
     def run(arrs):
-        out = prim.fwd(E.B, *arrs, **attrs)
-        return [np.asarray(o, dtype=np.float64) for o in out] if prim.multi else \
-            np.asarray(out, dtype=np.float64)
+        # the node's own kernel, on the active backend, with float64 host copies in and out
+        out = prim.fwd(E.B, *[E.from_host(np.asarray(a)) for a in arrs], **attrs)
+        return [np.asarray(E.to_host(o), dtype=np.float64) for o in out] if prim.multi else \
+            np.asarray(E.to_host(out), dtype=np.float64)
     return run
 
 

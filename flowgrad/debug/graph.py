@@ -73,7 +73,7 @@ def _fmt(v):
 
 
 def _nonfinite(a):
-    a = np.asarray(a)
+    a = np.asarray(E.to_host(a))
     if a.dtype.kind != "f" or a.size == 0:
         return []
     found = []
@@ -315,7 +315,7 @@ def _record(f, args, labels, name):
             dx = prev_hook(n, i, t, dx, g)
         m = t._node
         key = (m, getattr(t, "_idx", 0) if m.nout > 1 else 0) if m in ours else id(t)
-        a = np.asarray(dx._data, dtype=np.float64)
+        a = np.asarray(E.to_host(dx._data), dtype=np.float64)
         old = grads.get(key)
         grads[key] = a if old is None else old + a
         return dx

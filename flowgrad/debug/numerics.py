@@ -38,7 +38,7 @@ class NumericsWarning(UserWarning):
 
 
 def _bad(a):
-    a = np.asarray(a)
+    a = np.asarray(E.to_host(a))
     return a.dtype.kind in _FLOAT_KINDS and not np.isfinite(a).all()
 
 
@@ -47,7 +47,7 @@ def _kind(v):
 
 
 def _range(name, t):
-    a = np.asarray(t._data if hasattr(t, "_data") else t)
+    a = np.asarray(E.to_host(t._data if hasattr(t, "_data") else t))
     if a.size == 0:
         return f"{name}: empty"
     if a.dtype.kind == "b":
@@ -65,7 +65,7 @@ class Finding:
 
     def __init__(self, op, kernel, pass_, site, out, inputs, names, created, wrt=None,
                  where_trap=False, note=""):
-        a = np.asarray(out)
+        a = np.asarray(E.to_host(out))
         bad = ~np.isfinite(a)
         idx = tuple(int(i) for i in np.argwhere(bad)[0]) if bad.any() else ()
         self.op, self.kernel, self.pass_, self.site = op, kernel, pass_, site
@@ -234,7 +234,7 @@ def _zero_where_bad(n, gs, dx):
         y = n.prim.fwd(E.B, *[x._data for x in n.inputs], **(n.attrs or {}))
     except Exception:
         return False
-    y = np.asarray(y[0] if isinstance(y, tuple) else y)
+    y = np.asarray(E.to_host(y[0] if isinstance(y, tuple) else y))
     bad = ~np.isfinite(np.asarray(E.to_host(dx._data)))
     if y.shape != bad.shape:
         return False

@@ -55,7 +55,7 @@ def softplus(B, x):
     Tensor
         [0.6931472]
     """
-    return B.logaddexp(x.dtype.type(0), x)
+    return B.softplus(x)
 
 
 @softplus.vjp
@@ -72,7 +72,7 @@ def log_sigmoid(B, x):
     Tensor
         [-0.6931472]
     """
-    return -B.logaddexp(x.dtype.type(0), -x)
+    return -B.softplus(-x)
 
 
 @log_sigmoid.vjp
@@ -91,7 +91,7 @@ def relu(B, x):
     Tensor
         [0, 2]
     """
-    return B.maximum(x, 0).astype(x.dtype, copy=False)
+    return B.maximum(x, 0)
 
 
 @relu.vjp
@@ -101,15 +101,8 @@ def _(dy, x):
 
 @primitive("ReluGrad", batch=True)
 def _relu_grad(B, dy, x):
-    # [conv] relu'(0) = 0; a NaN input passes NaN (TF.js: dy * step(x), step(NaN) = NaN).
-    # NOTE: B.heaviside is that step in one pass but branches per element: 14x slower than
-    # the mask on random signs, so mask, and patch NaNs only when there are any.
-    out = B.multiply(dy, x > 0, dtype=dy.dtype)
-    if x.dtype.kind == "f":
-        nan = B.isnan(x)
-        if nan.any():
-            out[B.broadcast_to(nan, out.shape)] = B.nan
-    return out
+    # [conv] relu'(0) = 0; a NaN input passes NaN (TF.js: dy * step(x), step(NaN) = NaN)
+    return B.relu_grad(dy, x)
 
 
 @_relu_grad.def_vjp
@@ -126,7 +119,7 @@ def relu6(B, x):
     Tensor
         [0, 3, 6]
     """
-    return B.clip(x, 0, 6).astype(x.dtype, copy=False)
+    return B.clip(x, 0, 6)
 
 
 @relu6.vjp

@@ -71,7 +71,8 @@ def div(B, a, b):
     Tensor
         [0.5, 1.5]
     """
-    if a.dtype.kind == "i":
+    # NOTE: the float test first: it is the common case, and the cheapest test on NumPy
+    if a.dtype not in B.float_dtypes and a.dtype == B.dtypes["int32"]:
         return B.floor_divide(a, b)
     return a / b
 
@@ -107,7 +108,7 @@ def mod(B, a, b):
     Tensor
         [1, -1]
     """
-    return B.mod(a, b)
+    return B.remainder(a, b)
 
 
 @mod.vjp
@@ -124,10 +125,11 @@ def pow(B, a, b):  # noqa: A001 - the TF.js name
     Tensor
         [4, 9]
     """
-    if a.dtype.kind == "i":
-        # NOTE: NumPy refuses negative integer exponents for ints; compute them in floats
-        return B.power(a.astype("float64"), b).astype(a.dtype)
-    return B.power(a, b)
+    if a.dtype in B.float_dtypes:
+        return B.pow(a, b)
+    # NOTE: NumPy refuses negative integer exponents for ints; compute them in floats
+    f64 = B.dtypes["float64"]
+    return B.astype(B.pow(B.astype(a, f64), B.astype(b, f64)), a.dtype)
 
 
 @pow.vjp
@@ -204,7 +206,7 @@ def atan2(B, a, b):
     Tensor
         [0, 1.5707964]
     """
-    return B.arctan2(a, b)
+    return B.atan2(a, b)
 
 
 @atan2.vjp
@@ -243,9 +245,9 @@ def div_no_nan(B, a, b):
         [0.5, 0, 0]
     """
     zero = b == 0
-    safe = B.where(zero, b.dtype.type(1), b)
-    q = B.floor_divide(a, safe) if a.dtype.kind == "i" else a / safe
-    return B.where(zero, q.dtype.type(0), q)
+    safe = B.where(zero, 1, b)
+    q = a / safe if a.dtype in B.float_dtypes else B.floor_divide(a, safe)
+    return B.where(zero, 0, q)
 
 
 @div_no_nan.vjp

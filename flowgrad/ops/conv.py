@@ -15,6 +15,7 @@ on a zero grid, whose windows read back to front list each input cell's outputs,
 matmul. Kernels take channels-last arrays with any number of spatial axes; the public
 functions transpose channels-first data.
 """
+import itertools
 import math
 from collections import namedtuple
 
@@ -22,6 +23,7 @@ import numpy as np
 
 from .. import dtypes
 from .. import engine as E
+from ..backends.ext_conv import cell_slices
 from ..errors import ArgumentError, ShapeError
 from ..tensor import Tensor
 from ._core import as_float, as_int, as_ints, cast, export, primitive
@@ -158,6 +160,8 @@ def geometry(op, xs, k, s, d, pad, mode=None, last=True):
 
 
 # ---------------------------------------------------------------- window views
+# The window reads and their adjoint are backend extensions (backends/ext_conv.py):
+# strided views and in-place adds on NumPy and CuPy, the standard alone elsewhere.
 
 def pad_after(g):
     return tuple(max(0, (g.out[i] - 1) * g.s[i] + (g.k[i] - 1) * g.d[i] + 1 - g.xs[i]
@@ -171,31 +175,18 @@ def pad_input(B, x, g, value=0):
         return x
     n = len(g.k)
     widths = [(0, 0)] + list(zip(g.before, after)) + [(0, 0)] * (x.ndim - 1 - n)
-    return B.pad(x, widths, constant_values=value)
-
-
-def windows(B, xp, out, s, d, k):
-    """The view [N, *out, *k, ...] of xp [N, *spatial, ...]: each output's window."""
-    n = len(k)
-    st = xp.strides
-    shape = xp.shape[:1] + tuple(out) + tuple(k) + xp.shape[1 + n:]
-    strides = (st[:1] + tuple(st[1 + i] * s[i] for i in range(n))
-               + tuple(st[1 + i] * d[i] for i in range(n)) + st[1 + n:])
-    return B.lib.stride_tricks.as_strided(xp, shape, strides, writeable=False)
+    return B.pad(x, widths, value)
 
 
 def forward_windows(B, x, g, value=0):
-    return windows(B, pad_input(B, x, g, value), g.out, g.s, g.d, g.k)
+    """The windows [N, *out, *k, C] of x [N, *xs, C] (a view where the backend has them)."""
+    return B.windows(pad_input(B, x, g, value), g.out, g.s, g.d, g.k)
 
 
 def window_slices(g, lead=1):
-    """For each kernel position j, the strided slice of the padded input that position reads
-    across all outputs (``lead`` whole axes first)."""
-    n = len(g.k)
-    for j in np.ndindex(*g.k):
-        yield j, (slice(None),) * lead + tuple(
-            slice(j[i] * g.d[i], j[i] * g.d[i] + (g.out[i] - 1) * g.s[i] + 1, g.s[i])
-            for i in range(n))
+    """For each kernel cell (row-major), the strided slice of the padded input that cell
+    reads across all outputs (``lead`` whole axes first)."""
+    return cell_slices(g.out, g.s, g.d, g.k, lead)
 
 
 def col2im(B, cols, g):
@@ -209,40 +200,28 @@ def col2im(B, cols, g):
     first, each add moves whole rows of the image: 20% faster than channels last.
     """
     n = len(g.k)
-    after = pad_after(g)
-    lead = cols.shape[n:n + 2]
-    dxp = B.zeros(lead + tuple(g.xs[i] + g.before[i] + after[i] for i in range(n)),
-                  dtype=cols.dtype)
-    for j, dst in window_slices(g, 2):
-        dxp[dst] += cols[j]
-    dx = dxp[(slice(None), slice(None)) + tuple(slice(g.before[i], g.before[i] + g.xs[i])
-                                                for i in range(n))]
-    return B.ascontiguousarray(B.moveaxis(dx, 0, -1))
+    parts = (cols[j + (Ellipsis,)] for j in itertools.product(*(range(v) for v in g.k)))
+    dx = B.scatter_windows(parts, cols.shape[n:n + 2] + tuple(g.xs), 2, g.out, g.s, g.d,
+                           g.k, g.before)
+    return B.contiguous(B.moveaxis(dx, 0, -1))
 
 
 def adjoint_windows(B, dy, g):
-    """The view T [N, *xs, *k, ...] with T[n, i, j] = dy[n, o] where o*s + j*d - before = i
-    (0 where no output o does): the windows seen from the input side, so contracting T
+    """The windows T [N, *xs, *k, ...] with T[n, i, j] = dy[n, o] where o*s + j*d - before
+    = i (0 where no output o does): the windows seen from the input side, so contracting T
     over j is col2im as one matrix product.
 
     dy's row o goes to z[o*s + e - before] (e = (k-1)*d) on a zero grid of xs + e cells;
     then T[i, j] = z[i + e - j*d], the stride-1 dilated windows of z read back to front.
     """
     n = len(g.k)
-    lz, sz, sy = [], [], []
-    for i in range(n):
-        x, s, b, o = g.xs[i], g.s[i], g.before[i], g.out[i]
-        e = (g.k[i] - 1) * g.d[i]
-        lo = max(0, -((e - b) // s))            # outputs whose window reaches the input
-        hi = min(o, (x - 1 + b) // s + 1)
-        lz.append(x + e)
-        m = lo * s + e - b
-        sz.append(slice(m, m + (hi - lo - 1) * s + 1, s) if hi > lo else slice(0, 0))
-        sy.append(slice(lo, hi) if hi > lo else slice(0, 0))
-    z = B.zeros(dy.shape[:1] + tuple(lz) + dy.shape[1 + n:], dtype=dy.dtype)
-    z[(slice(None),) + tuple(sz)] = dy[(slice(None),) + tuple(sy)]
-    t = windows(B, z, g.xs, (1,) * n, g.d, g.k)
-    return t[(slice(None),) * (1 + n) + (slice(None, None, -1),) * n]
+    e = tuple((g.k[i] - 1) * g.d[i] for i in range(n))
+    ones = (1,) * n
+    z = B.scatter_windows([dy], dy.shape[:1] + tuple(g.xs[i] + e[i] for i in range(n))
+                          + dy.shape[1 + n:], 1, g.out, g.s, ones, ones,
+                          tuple(g.before[i] - e[i] for i in range(n)))
+    t = B.windows(z, g.xs, ones, g.d, g.k)
+    return B.flip(t, axis=tuple(range(1 + n, 1 + 2 * n)))
 
 
 # Which col2im conv's input gradient uses: None picks by cost, "loop" / "adjoint" force one.
@@ -267,40 +246,35 @@ def _conv(B, x, w, geo):
     n = len(geo.k)
     cols = forward_windows(B, x, geo)                       # [N, *out, *k, C]
     rows = cols.shape[:1 + n]
-    return B.matmul(cols.reshape(_prod(rows), -1), w.reshape(-1, w.shape[-1])) \
-        .reshape(rows + w.shape[-1:])
+    y = B.matmul(B.reshape(cols, (_prod(rows), -1)), B.reshape(w, (-1, w.shape[-1])))
+    return B.reshape(y, rows + w.shape[-1:])
 
 
 def _conv_bi(B, dy, w, geo):
     n = len(geo.k)
     c, o = w.shape[-2:]
     if _use_loop(geo, c, o):
-        cols = B.matmul(w.reshape(-1, o), dy.reshape(-1, o).T)     # [K*C, N*P]
-        return col2im(B, cols.reshape(w.shape[:-1] + dy.shape[:-1]), geo)
+        cols = B.matmul(B.reshape(w, (-1, o)), B.reshape(dy, (-1, o)).T)   # [K*C, N*P]
+        return col2im(B, B.reshape(cols, w.shape[:-1] + dy.shape[:-1]), geo)
     t = adjoint_windows(B, dy, geo)                         # [N, *xs, *k, O]
     rows = t.shape[:1 + n]
-    wk = w.reshape(-1, c, o).transpose(0, 2, 1).reshape(-1, c)      # [K*O, C]
-    return B.matmul(t.reshape(_prod(rows), -1), wk).reshape(rows + (c,))
+    wk = B.reshape(B.permute_dims(B.reshape(w, (-1, c, o)), (0, 2, 1)), (-1, c))  # [K*O, C]
+    return B.reshape(B.matmul(B.reshape(t, (_prod(rows), -1)), wk), rows + (c,))
 
 
 def _conv_bf(B, x, dy, geo):
     n = len(geo.k)
     cols = forward_windows(B, x, geo)                       # [N, *out, *k, C]
     rows = _prod(cols.shape[:1 + n])
-    return B.matmul(cols.reshape(rows, -1).T, dy.reshape(rows, -1)) \
-        .reshape(tuple(geo.k) + (x.shape[-1], dy.shape[-1]))
+    dw = B.matmul(B.reshape(cols, (rows, -1)).T, B.reshape(dy, (rows, -1)))
+    return B.reshape(dw, tuple(geo.k) + (x.shape[-1], dy.shape[-1]))
 
 
 # Depthwise: a filter [*k, C, M] maps channel c to outputs c*M .. c*M + M-1.
 
 def _dw(B, x, w, geo):
-    # NOTE: einsum over the window view, 2x faster than a channel-batched matmul here (its
-    # products are [N*P, K] @ [K, M] per channel: too thin for BLAS)
-    n = len(geo.k)
-    o, k = "abc"[:n], "ijl"[:n]
-    c, m = w.shape[-2:]
-    y = B.einsum(f"n{o}{k}c,{k}cm->n{o}cm", forward_windows(B, x, geo), w, optimize=True)
-    return y.reshape(y.shape[:1 + n] + (c * m,))
+    y = B.depthwise_dot(forward_windows(B, x, geo), w)     # [N, *out, C, M]
+    return B.reshape(y, y.shape[:-2] + (y.shape[-2] * y.shape[-1],))
 
 
 def _dw_bi(B, dy, w, geo):
@@ -309,10 +283,10 @@ def _dw_bi(B, dy, w, geo):
     n = len(geo.k)
     c, m = w.shape[-2:]
     rows = dy.shape[:1 + n]
-    wc = w.reshape(-1, c, m).transpose(1, 0, 2)                   # [C, K, M]
-    d = dy.reshape(_prod(rows), c, m).transpose(1, 2, 0)          # [C, M, NP]
-    cols = B.matmul(wc, d).transpose(1, 0, 2)                     # [K, C, NP]
-    return col2im(B, cols.reshape(tuple(geo.k) + (c,) + rows), geo)
+    wc = B.permute_dims(B.reshape(w, (-1, c, m)), (1, 0, 2))               # [C, K, M]
+    d = B.permute_dims(B.reshape(dy, (_prod(rows), c, m)), (1, 2, 0))      # [C, M, NP]
+    cols = B.permute_dims(B.matmul(wc, d), (1, 0, 2))                       # [K, C, NP]
+    return col2im(B, B.reshape(cols, tuple(geo.k) + (c,) + rows), geo)
 
 
 def _dw_bf(B, x, dy, geo):
@@ -320,10 +294,10 @@ def _dw_bf(B, x, dy, geo):
     cols = forward_windows(B, x, geo)                       # [N, *out, *k, C]
     c = cols.shape[-1]
     rows = _prod(cols.shape[:1 + n])
-    a = cols.reshape(rows, -1, c).transpose(2, 1, 0)        # [C, K, NP]
-    b = dy.reshape(rows, c, -1).transpose(1, 0, 2)          # [C, NP, M]
-    r = B.matmul(a, b)                                      # [C, K, M]
-    return r.transpose(1, 0, 2).reshape(tuple(geo.k) + (c, r.shape[-1]))
+    a = B.permute_dims(B.reshape(cols, (rows, -1, c)), (2, 1, 0))          # [C, K, NP]
+    b = B.permute_dims(B.reshape(dy, (rows, c, -1)), (1, 0, 2))            # [C, NP, M]
+    r = B.matmul(a, b)                                                       # [C, K, M]
+    return B.reshape(B.permute_dims(r, (1, 0, 2)), tuple(geo.k) + (c, r.shape[-1]))
 
 
 def _family(names, fwd, bi, bf):

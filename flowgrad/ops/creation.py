@@ -195,8 +195,22 @@ def fill(shape, value, dtype=None):
         raise DtypeError(f"fill(): value must be a number or a bool, got {value!r}")
     default = dtypes.bool_ if isinstance(value, (bool, np.bool_)) else dtypes.float32
     dt = _dtype(dtype, default)
-    return E.run_kernel(_fill, (), {"shape": _shape(shape, "fill()"), "value": value,
-                                    "dtype": dt})
+    return E.run_kernel(_fill, (), {"shape": _shape(shape, "fill()"),
+                                    "value": _py_scalar(value, dt), "dtype": dt})
+
+
+def _py_scalar(v, dtype):
+    """v as the Python scalar of ``dtype`` (the array API takes no NumPy scalars, nor a
+    bool for a number array); an int32 fill truncates, as NumPy's cast does."""
+    t = type(v)
+    if dtype in dtypes.FLOATS:
+        return v if t is float else float(v)
+    if dtype == dtypes.bool_:
+        return v if t is bool else bool(v)
+    if t is int or isinstance(v, np.integer):
+        return int(v)
+    v = float(v)
+    return int(v) if math.isfinite(v) else -2 ** 31     # NumPy's int32 of inf and NaN
 
 
 @export(method=False)
@@ -262,7 +276,8 @@ def ones_like(x):
 
 @primitive("Range")
 def _range(B, start, stop, step, dtype):
-    return B.arange(start, stop, step).astype(dtype)
+    # float bounds: the default float dtype (float64), then cast, as NumPy does
+    return B.astype(B.arange(start, stop, step), B.dtypes[dtype])
 
 
 @export(method=False)
@@ -283,12 +298,12 @@ def range(start, stop=None, step=1, dtype="float32"):  # noqa: A001 - the TF.js 
         raise ArgumentError("Cannot have a step of zero")
     dt = _dtype(dtype)
     return E.run_kernel(_range, (), {"start": start, "stop": stop, "step": step,
-                                     "dtype": dtypes.NP[dt]})
+                                     "dtype": dt})
 
 
 @primitive("LinSpace")
 def _linspace(B, start, stop, num, dtype):
-    return B.linspace(start, stop, num).astype(dtype)
+    return B.astype(B.linspace(start, stop, num, dtype=B.dtypes["float64"]), B.dtypes[dtype])
 
 
 @export(method=False)
@@ -305,13 +320,13 @@ def linspace(start, stop, num):
         raise ArgumentError(f"The number of values should be positive, got {num}.")
     return E.run_kernel(_linspace, (), {"start": as_number(start, "start", "linspace()"),
                                         "stop": as_number(stop, "stop", "linspace()"),
-                                        "num": num, "dtype": np.float32})
+                                        "num": num, "dtype": dtypes.float32})
 
 
 @primitive("Eye")
 def _eye(B, n, m, batch_shape, dtype):
-    e = B.eye(n, m, dtype=dtype)
-    return B.broadcast_to(e, batch_shape + (n, m)).copy() if batch_shape else e
+    e = B.eye(n, m, dtype=B.dtypes[dtype])
+    return B.asarray(B.broadcast_to(e, batch_shape + (n, m)), copy=True) if batch_shape else e
 
 
 @export(method=False)
@@ -328,7 +343,7 @@ def eye(num_rows, num_columns=None, batch_shape=None, dtype="float32"):
     m = n if num_columns is None else as_int(num_columns, "num_columns", "eye()", 0)
     batch = _shape(batch_shape, "eye()") if batch_shape is not None else ()
     return E.run_kernel(_eye, (), {"n": n, "m": m, "batch_shape": batch,
-                                   "dtype": dtypes.NP[_dtype(dtype)]})
+                                   "dtype": _dtype(dtype)})
 
 
 # ---------------------------------------------------------------- random
@@ -350,7 +365,8 @@ def _random_normal(B, shape, mean, stddev, dtype, seed, truncated):
         while bad.any():
             v[bad] = g.standard_normal(int(bad.sum()))
             bad = np.abs(v) > 2
-    return (v * stddev + mean).astype(dtype)
+    # drawn on the host (NumPy's generator: the same values on every backend)
+    return B.from_numpy((v * stddev + mean).astype(dtypes.NP[dtype]))
 
 
 def _normal(shape, mean, stddev, dtype, seed, truncated, fn):
@@ -359,7 +375,7 @@ def _normal(shape, mean, stddev, dtype, seed, truncated, fn):
         raise DtypeError(f"{fn}: dtype must be float32 or float64, got {dt}")
     return E.run_kernel(_random_normal, (), {
         "shape": _shape(shape, fn), "mean": float(mean), "stddev": float(stddev),
-        "dtype": dtypes.NP[dt], "seed": seed, "truncated": truncated})
+        "dtype": dt, "seed": seed, "truncated": truncated})
 
 
 @export(method=False)
@@ -387,9 +403,11 @@ def truncated_normal(shape, mean=0.0, stddev=1.0, dtype=None, seed=None):
 @primitive("RandomUniform")
 def _random_uniform(B, shape, minval, maxval, dtype, seed):
     g = _gen(seed)
-    if np.dtype(dtype).kind == "i":
-        return g.integers(int(minval), int(maxval), size=shape).astype(dtype)
-    return g.uniform(minval, maxval, size=shape).astype(dtype)
+    if dtype == dtypes.int32:
+        v = g.integers(int(minval), int(maxval), size=shape)
+    else:
+        v = g.uniform(minval, maxval, size=shape)
+    return B.from_numpy(v.astype(dtypes.NP[dtype]))
 
 
 @export(method=False)
@@ -415,15 +433,17 @@ def random_uniform(shape, minval=0.0, maxval=1.0, dtype="float32", seed=None):
     minval, maxval = lo, hi
     return E.run_kernel(_random_uniform, (), {"shape": _shape(shape, "random_uniform()"),
                                               "minval": minval, "maxval": maxval,
-                                              "dtype": dtypes.NP[dt], "seed": seed})
+                                              "dtype": dt, "seed": seed})
 
 
 # ---------------------------------------------------------------- one-hot
 
 @primitive("OneHot")
 def _one_hot(B, indices, depth, on_value, off_value, dtype):
-    eq = indices[..., None] == B.arange(depth)
-    return B.where(eq, on_value, off_value).astype(dtype)
+    eq = indices[..., None] == B.arange(depth, dtype=indices.dtype)
+    f64 = B.dtypes["float64"]
+    on, off = B.asarray(on_value, dtype=f64), B.asarray(off_value, dtype=f64)
+    return B.astype(B.where(eq, on, off), B.dtypes[dtype])
 
 
 @export
@@ -450,4 +470,4 @@ def one_hot(indices, depth, on_value=1, off_value=0, dtype="int32"):
                                                                      "one_hot"),
                                                "off_value": as_number(off_value, "off_value",
                                                                       "one_hot"),
-                                               "dtype": dtypes.NP[_dtype(dtype)]})
+                                               "dtype": _dtype(dtype)})

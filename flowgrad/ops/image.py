@@ -37,7 +37,7 @@ def _bilinear_taps(B, n_in, n_out, align, half):
     lo = B.clip(B.floor(s), 0, n_in - 1)
     hi = B.clip(B.ceil(s), 0, n_in - 1)
     frac = B.where(hi > lo, s - lo, 0.0)
-    return lo.astype(B.intp), hi.astype(B.intp), frac
+    return B.astype(lo, B.int64), B.astype(hi, B.int64), frac
 
 
 def _nearest_index(B, n_in, n_out, align, half):
@@ -46,40 +46,28 @@ def _nearest_index(B, n_in, n_out, align, half):
     i = B.arange(n_out, dtype=B.float64)
     s = _ratio(n_in, n_out, align) * ((i + 0.5) if half else i)
     idx = B.floor(s + 0.5) if align else B.floor(s)
-    return B.clip(idx, 0, n_in - 1).astype(B.intp)
+    return B.astype(B.clip(idx, 0, n_in - 1), B.int64)
 
 
-def _along(shape, axis):
-    out = [1] * 4
-    out[axis] = shape
-    return out
+def _along(B, frac, dtype, axis):
+    """frac in ``dtype``, shaped to broadcast along ``axis`` of an NHWC array."""
+    shape = [1] * 4
+    shape[axis] = -1
+    return B.reshape(B.astype(frac, dtype), tuple(shape))
 
 
 def _lerp(B, x, lo, hi, frac, axis):
     """x read at the fractional rows (lo, hi, frac) along ``axis``."""
-    f = frac.astype(x.dtype).reshape(_along(-1, axis))
+    f = _along(B, frac, x.dtype, axis)
     a = B.take(x, lo, axis=axis)
     b = B.take(x, hi, axis=axis)
     return a + (b - a) * f
 
 
-def _scatter(B, v, idx, axis, n):
-    """The adjoint of ``take(x, idx, axis)`` for a sorted idx: slot idx[i] of the result
-    (length n along axis) sums v's slice i. Equal neighbours are summed by reduceat."""
-    first = B.concatenate(([True], idx[1:] != idx[:-1]))
-    starts = B.flatnonzero(first)
-    shape = list(v.shape)
-    shape[axis] = n
-    out = B.zeros(shape, dtype=v.dtype)
-    key = [slice(None)] * v.ndim
-    key[axis] = idx[starts]
-    out[tuple(key)] = B.add.reduceat(v, starts, axis=axis)
-    return out
-
-
 def _lerp_adjoint(B, g, lo, hi, frac, axis, n):
-    f = frac.astype(g.dtype).reshape(_along(-1, axis))
-    return _scatter(B, g * (1 - f), lo, axis, n) + _scatter(B, g * f, hi, axis, n)
+    # take_adjoint: the scatter-add of a take along axis (backends/ext_nn.py)
+    f = _along(B, frac, g.dtype, axis)
+    return B.take_adjoint(g * (1 - f), lo, axis, n) + B.take_adjoint(g * f, hi, axis, n)
 
 
 # ---------------------------------------------------------------- bilinear
@@ -137,7 +125,7 @@ def _resize_nearest_grad(B, dy, in_size, align_corners, half_pixel_centers):
     (h, w), (nh, nw) = in_size, dy.shape[1:3]
     ri = _nearest_index(B, h, nh, align_corners, half_pixel_centers)
     ci = _nearest_index(B, w, nw, align_corners, half_pixel_centers)
-    return _scatter(B, _scatter(B, dy, ci, 2, w), ri, 1, h)
+    return B.take_adjoint(B.take_adjoint(dy, ci, 2, w), ri, 1, h)
 
 
 @_resize_nearest_grad.def_vjp

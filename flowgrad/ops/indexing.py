@@ -29,19 +29,21 @@ def _size(shape):
 # With batch_dims b, x is seen as (batch, outer, n, inner) and the indices as (batch, K):
 # out[b, o, k, i] = x[b, o, indices[b, k], i]. b = 0 is plain ``take``.
 
-def _batch_index(B, nb, no, idx2):
-    """Advanced-index arrays picking [b, o, idx2[b, k]], broadcasting to (nb, no, K)."""
-    return B.arange(nb)[:, None, None], B.arange(no)[None, :, None], idx2[:, None, :]
-
-
 def _take(B, x, indices, axis, bd):
+    shape = x.shape[:axis] + indices.shape[bd:] + x.shape[axis + 1:]
     if not bd:
-        return B.take(x, indices, axis=axis)
+        # the standard's take wants 1-D indices
+        if indices.ndim == 1:
+            return B.take(x, indices, axis=axis)
+        return B.reshape(B.take(x, B.reshape(indices, (-1,)), axis=axis), shape)
+    # x as rows (nb * no * n, ni): entry (b, o, j) reads row (b * no + o) * n + indices[b, j]
+    n = x.shape[axis]
     nb, no, ni = _size(x.shape[:bd]), _size(x.shape[bd:axis]), _size(x.shape[axis + 1:])
     k = _size(indices.shape[bd:])
-    x4 = x.reshape((nb, no, x.shape[axis], ni))
-    out = x4[_batch_index(B, nb, no, indices.reshape((nb, k)))]
-    return out.reshape(x.shape[:axis] + indices.shape[bd:] + x.shape[axis + 1:])
+    idx = indices if nb * no * n < 2 ** 31 else B.astype(indices, B.int64)
+    base = B.arange(0, nb * no * n, n, dtype=idx.dtype)
+    rows = B.reshape(B.reshape(idx, (nb, 1, k)) + B.reshape(base, (nb, no, 1)), (-1,))
+    return B.reshape(B.take(B.reshape(x, (nb * no * n, ni)), rows, axis=0), shape)
 
 
 @primitive("GatherV2")
@@ -56,28 +58,21 @@ def _(dy, x, indices, axis, batch_dims=0):
 
 @primitive("ScatterAdd")
 def _scatter_add_k(B, dy, indices, axis, n, batch_dims=0):
+    # dy seen as (nb, no, k, ni): entry (b, o, j) goes to segment (b * no + o) * n +
+    # indices[b, j]; out-of-range (negative) ids go to a spare last segment, dropped (TF.js)
     bd = batch_dims
     pre = dy.shape[:axis]
     post = dy.shape[axis + indices.ndim - bd:]
-    if not bd:
-        d3 = dy.reshape((_size(pre), indices.size, _size(post)))
-        out = B.zeros((_size(pre), n, _size(post)), dtype=dy.dtype)
-        flat = indices.reshape(-1)
-        ok = (flat >= 0) & (flat < n)       # negative segment ids are dropped (TF.js)
-        if not ok.all():
-            flat, d3 = flat[ok], d3[:, ok]
-        B.add.at(out, (_pyslice(None), flat), d3)
-        return out.reshape(pre + (n,) + post)
-    nb, no, k = _size(pre[:bd]), _size(pre[bd:]), _size(indices.shape[bd:])
-    d4 = dy.reshape((nb, no, k, _size(post)))
-    i2 = indices.reshape((nb, k))
-    ok = (i2 >= 0) & (i2 < n)
-    if not ok.all():
-        i2 = B.where(ok, i2, 0)
-        d4 = B.where(ok[:, None, :, None], d4, B.zeros((), dtype=dy.dtype))
-    out = B.zeros((nb, no, n, _size(post)), dtype=dy.dtype)
-    B.add.at(out, _batch_index(B, nb, no, i2), d4)
-    return out.reshape(pre + (n,) + post)
+    nb, no, k, ni = _size(pre[:bd]), _size(pre[bd:]), _size(indices.shape[bd:]), _size(post)
+    total = nb * no * n
+    idx = indices if total < 2 ** 31 else B.astype(indices, B.int64)
+    idx = B.reshape(idx, (nb, 1, k))
+    ok = (idx >= 0) & (idx < n)
+    if nb * no > 1:
+        idx = idx + B.reshape(B.arange(0, total, n, dtype=idx.dtype), (nb, no, 1))
+    idx = B.reshape(B.where(ok, idx, total), (-1,))
+    out = B.segment_sum(B.reshape(dy, (nb * no * k, ni)), idx, total + 1)
+    return B.reshape(out[:total, ...], pre + (n,) + post)
 
 
 @_scatter_add_k.def_vjp
@@ -105,11 +100,11 @@ def _gather_pad(B, x, indices, axis, batch_dims=0):
     n = x.shape[axis]
     ok = (indices >= 0) & (indices < n)
     out = _take(B, x, B.where(ok, indices, 0), axis, batch_dims)
-    if not ok.all():
+    if not bool(B.all(ok)):
         bd = batch_dims
         shape = (indices.shape[:bd] + (1,) * (axis - bd) + indices.shape[bd:]
                  + (1,) * (x.ndim - axis - 1))
-        out = B.where(ok.reshape(shape), out, B.zeros((), dtype=x.dtype))
+        out = B.where(B.reshape(ok, shape), out, B.zeros((), dtype=x.dtype))
     return out
 
 
@@ -207,16 +202,23 @@ def unsorted_segment_sum(x, segment_ids, num_segments):
 # kernels see the tensor as (rows, *rest) and each tuple as a row number.
 
 def _rows(B, indices, lead):
-    """The row numbers of the index tuples (last axis of indices) into shape ``lead``."""
-    strides = [_size(lead[k + 1:]) for k in range(len(lead))]
-    return (indices.astype(B.int64) * B.asarray(strides, dtype=B.int64)).sum(-1)
+    """The row numbers of the index tuples (last axis of indices) into shape ``lead``,
+    flat (in int64 where int32 could overflow)."""
+    if not lead:
+        return B.zeros((_size(indices.shape[:-1]),), dtype=indices.dtype)
+    idx = indices if _size(lead) < 2 ** 31 else B.astype(indices, B.int64)
+    rows = idx[..., 0]
+    for k in range(1, len(lead)):
+        rows = rows * lead[k] + idx[..., k]
+    return B.reshape(rows, (-1,))
 
 
 @primitive("GatherNd")
 def _gather_nd(B, x, indices):
     d = indices.shape[-1]
     rows = _rows(B, indices, x.shape[:d])
-    return B.take(x.reshape((_size(x.shape[:d]),) + x.shape[d:]), rows, axis=0)
+    out = B.take(B.reshape(x, (_size(x.shape[:d]),) + x.shape[d:]), rows, axis=0)
+    return B.reshape(out, indices.shape[:-1] + x.shape[d:])
 
 
 @_gather_nd.def_vjp
@@ -228,10 +230,10 @@ def _(dy, x, indices):
 def _scatter_nd_k(B, indices, updates, shape):
     d = indices.shape[-1]
     rest = shape[d:]
-    rows = _rows(B, indices, shape[:d]).reshape(-1)
-    out = B.zeros((_size(shape[:d]),) + rest, dtype=updates.dtype)
-    B.add.at(out, rows, updates.reshape((rows.size,) + rest))    # duplicates add up
-    return out.reshape(shape)
+    rows = _rows(B, indices, shape[:d])
+    out = B.segment_sum(B.reshape(updates, rows.shape + rest), rows,   # duplicates add up
+                        _size(shape[:d]))
+    return B.reshape(out, shape)
 
 
 @_scatter_nd_k.def_vjp
@@ -245,10 +247,10 @@ def _tensor_scatter_update_k(B, tensor, indices, updates):
     # the assignment order, which NumPy leaves unspecified, does not matter.
     d = indices.shape[-1]
     rest = tensor.shape[d:]
-    rows = _rows(B, indices, tensor.shape[:d]).reshape(-1)
-    out = tensor.reshape((_size(tensor.shape[:d]),) + rest).copy()
-    out[rows] = updates.reshape((rows.size,) + rest)
-    return out.reshape(tensor.shape)
+    rows = _rows(B, indices, tensor.shape[:d])
+    out = B.put_rows(B.reshape(tensor, (_size(tensor.shape[:d]),) + rest), rows,
+                     B.reshape(updates, rows.shape + rest))
+    return B.reshape(out, tensor.shape)
 
 
 @_tensor_scatter_update_k.def_vjp
@@ -256,7 +258,7 @@ def _(dy, tensor, indices, updates, needs):
     g_tensor = g_updates = None
     if needs[0]:
         # dy where tensor survives, 0 where it was overwritten: the op itself on dy
-        zeros = E.constant_tensor(E.B.zeros(updates.shape, dtype=dtypes.NP[dy.dtype]))
+        zeros = E.constant_tensor(E.B.zeros(updates.shape, dtype=E.B.dtypes[dy.dtype]))
         g_tensor = E.run_kernel(_tensor_scatter_update_k, (dy, indices, zeros))
     if needs[2]:
         g_updates = E.run_kernel(_gather_nd, (dy, indices))
@@ -382,12 +384,12 @@ def tensor_scatter_update(tensor, indices, updates):
                          f"(updates.cast('{tensor.dtype}')).")
     if indices.size:
         d = indices.shape[-1]
-        rows = _rows(np, indices.numpy(), tensor.shape[:d]).reshape(-1)
+        rows = _rows(np, indices.numpy(), tensor.shape[:d])
         # the last occurrence of each row wins: its position in the reversed list is first
         _, first = np.unique(rows[::-1], return_index=True)
         if len(first) < len(rows):
             k = len(rows)
-            keep = E.constant_tensor(E.B.asarray(np.sort(k - 1 - first), dtype=E.B.int32))
+            keep = E.constant_tensor(E.from_host(np.sort(k - 1 - first).astype(np.int32)))
             rest = list(updates.shape[indices.rank - 1:])
             indices = gather(indices.reshape([k, d]), keep)
             updates = gather(updates.reshape([k] + rest), keep)
@@ -418,6 +420,11 @@ def _(dy, x, key):
 @primitive("StridedSliceGrad", batch=True)
 def _strided_slice_grad(B, dy, key, shape):
     out = B.zeros(shape, dtype=dy.dtype)
+    # the standard's __setitem__ takes no None: drop the new axes, and dy's axes of size 1
+    # they made
+    if None in key:
+        key = tuple(k for k in key if k is not None)
+        dy = B.reshape(dy, out[key].shape)
     out[key] = dy
     return out
 
@@ -453,7 +460,7 @@ def _index_key(key, shape):
                                         f"{part!r} in {k}")
             if k.step == 0:
                 raise ArgumentError("slice step cannot be zero")
-            out.append(k)
+            out.append(_clamp(k, shape[axis]))
         elif isinstance(k, (int, np.integer)) and not isinstance(k, bool):
             n = shape[axis]
             if not -n <= k < n:
@@ -463,7 +470,25 @@ def _index_key(key, shape):
             raise ArgumentError(f"Tensors are indexed with ints, slices, None and '...'; got "
                                 f"{type(k).__name__}. Use tf.gather() for index tensors.")
         axis += 1
-    return tuple(out)
+    return _full_key(out)
+
+
+def _clamp(sl, n):
+    """The slice with its bounds within [0, n] (Python clamps; the standard does not take
+    bounds outside the axis): the same entries, in the same order."""
+    if (sl.start is None or -n <= sl.start <= n) and (sl.stop is None or -n <= sl.stop <= n):
+        return sl
+    start, stop, step = sl.indices(n)
+    if (stop - start) * step <= 0:
+        return _pyslice(0, 0, 1)
+    return _pyslice(start, stop if stop >= 0 else None, step)
+
+
+def _full_key(key):
+    """The key with a trailing '...' when it has none: the standard indexes with keys that
+    cover every axis."""
+    key = tuple(key)
+    return key if Ellipsis in key else key + (Ellipsis,)
 
 
 def _getitem(self, key):
@@ -552,8 +577,8 @@ def strided_slice(x, begin, end, strides=None, begin_mask=0, end_mask=0, ellipsi
                                  f"bounds. (axis {axis} of x {x.shape} has {dim} entries)")
             key.append(b)
         else:
-            key.append(_pyslice(None if begin_mask & bit else begin[i],
-                                None if end_mask & bit else end[i], s))
+            key.append(_clamp(_pyslice(None if begin_mask & bit else begin[i],
+                                       None if end_mask & bit else end[i], s), dim))
         axis += 1
     # NOTE: TF.js's begin/end clamping is Python's slice clamping, so a Python key is exact.
-    return E.run_kernel(_strided_slice, (x,), {"key": tuple(key)})
+    return E.run_kernel(_strided_slice, (x,), {"key": _full_key(key)})

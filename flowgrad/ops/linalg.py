@@ -17,10 +17,11 @@ from .shape import concat, reshape, stack, transpose, unstack
 
 @primitive("BatchMatMul", batch=True)     # its rules broadcast over leading axes
 def _mat_mul(B, a, b, transpose_a, transpose_b):
+    # B.mT: matrix_transpose, without its Python layers on NumPy (backends/ext_nn.py)
     if transpose_a:
-        a = B.swapaxes(a, -1, -2)
+        a = B.mT(a)
     if transpose_b:
-        b = B.swapaxes(b, -1, -2)
+        b = B.mT(b)
     return B.matmul(a, b)
 
 
@@ -187,10 +188,7 @@ def _einsum_plan(equation, shapes):
 
 @primitive("Einsum", batch=True)
 def _einsum(B, *operands, equation):
-    out = B.asarray(B.einsum(equation, *operands, optimize=len(operands) > 1))
-    if any(B.may_share_memory(out, a) for a in operands):
-        out = out.copy()          # NumPy returns views for transposes and diagonals
-    return out.astype(operands[0].dtype, copy=False)
+    return B.einsum(equation, *operands)      # an extension: see backends/ext_nn.py
 
 
 @_einsum.def_vjp
@@ -288,23 +286,8 @@ def _solve_right_t(c, r):
 
 @primitive("Qr", multi=True, save_y=True)
 def _qr(B, x, full_matrices):
-    q, r = B.linalg.qr(x, mode="complete" if full_matrices else "reduced")
-    _, tau = B.linalg.qr(x, mode="raw")
-    # TF.js's Householder QR gives r[j, j] the sign opposite to its pivot at every step.
-    # LAPACK does too, except where the column below the pivot is already zero (tau = 0:
-    # no reflection; always the last step of a square or wide matrix) and where the pivot
-    # is exactly 0 (tau = 1): there TF.js's row j of r and column j of q are negated.
-    # NOTE: after an exactly zero pivot TF.js's reflector differs from LAPACK's, so the
-    # signs of later rows can differ from TF.js's (still a valid QR); an all-zero column
-    # (rank deficient) gives NaN in TF.js, a valid factorization here.
-    k = tau.shape[-1]
-    beta = B.diagonal(r, axis1=-2, axis2=-1)[..., :k]
-    d = B.where(((tau == 0) | (tau == 1)) & (beta != 0), -1, 1).astype(x.dtype)
-    q = q.copy()
-    q[..., :, :k] *= d[..., None, :]
-    r = r * B.concatenate([d, B.ones(r.shape[:-2] + (r.shape[-2] - k,), x.dtype)],
-                          axis=-1)[..., :, None]
-    return q.astype(x.dtype, copy=False), r.astype(x.dtype, copy=False)
+    # TF.js's signs (backends/ext_nn.py): each r[j, j] opposite to its Householder pivot
+    return B.householder_qr(x, full_matrices)
 
 
 def _tril(x):

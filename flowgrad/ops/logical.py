@@ -135,9 +135,10 @@ def logical_not(B, x):
     Tensor
         [false, true]
     """
-    if x.dtype != B.bool_:
+    if x.dtype != B.dtypes["bool"]:
+        name = next((k for k, v in B.dtypes.items() if v == x.dtype), str(x.dtype))
         raise DtypeError(f"Argument 'x' passed to 'logical_not' must be bool tensor, but got "
-                         f"{dtypes.from_numpy(x.dtype)} tensor")
+                         f"{name} tensor")
     return B.logical_not(x)
 
 
@@ -233,7 +234,7 @@ def sign(B, x):
         [-1, 0, 1]
     """
     s = B.sign(x)
-    return B.where(B.isnan(s), 0, s).astype(x.dtype, copy=False) if x.dtype.kind == "f" else s
+    return B.where(B.isnan(s), 0, s) if x.dtype in B.float_dtypes else s
 
 
 @unary("Floor", policy="numeric")
@@ -245,7 +246,7 @@ def floor(B, x):
     Tensor
         [1, -2]
     """
-    return B.floor(x) if x.dtype.kind == "f" else x
+    return B.floor(x) if x.dtype in B.float_dtypes else x
 
 
 @unary("Ceil", policy="numeric")
@@ -257,7 +258,7 @@ def ceil(B, x):
     Tensor
         [2, -1]
     """
-    return B.ceil(x) if x.dtype.kind == "f" else x
+    return B.ceil(x) if x.dtype in B.float_dtypes else x
 
 
 @unary("Round", policy="numeric")
@@ -269,15 +270,19 @@ def round(B, x):  # noqa: A001 - the TF.js name
     Tensor
         [2, 4, 0]
     """
-    return B.round(x) if x.dtype.kind == "f" else x
+    return B.round(x) if x.dtype in B.float_dtypes else x
 
 
 @primitive("Step")
 def _step(B, x, alpha):
-    out = B.where(x > 0, 1, alpha).astype(x.dtype, copy=False)
-    if x.dtype.kind == "f":
-        out = B.where(B.isnan(x), x, out)
-    return out
+    pos = x > 0
+    is_float = x.dtype in B.float_dtypes
+    if not is_float:
+        alpha = int(alpha)       # truncated, as a float stored into an int32 array
+    out = B.astype(pos, x.dtype)
+    if alpha != 0:
+        out = B.where(pos, out, alpha)
+    return B.where(B.isnan(x), x, out) if is_float else out
 
 
 @export

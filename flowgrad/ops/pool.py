@@ -11,113 +11,90 @@ MaxPoolGrad(dy, x) sends each dy to the first maximum of its window (TF.js and T
 ties so); its gradient in dy is MaxPoolGradGrad, the gather of the same cells, whose
 gradient is MaxPoolGrad again. Both are piecewise constant in x: zero gradient there.
 """
+import itertools
+import math
+
 from .. import engine as E
 from ..errors import ArgumentError, ShapeError
 from ._core import as_float, as_numeric, export, primitive
 from .conv import (FORMATS, channels_last, check_rounding, check_strides_dilations, geometry,
-                   ntuple, pad_after, pad_input, to_first, to_last, window_slices)
+                   ntuple, pad_input, to_first, to_last, window_slices)
 from .shape import reshape
 
 
 # ---------------------------------------------------------------- kernels
+# NOTE: the window reductions and their adjoint are backend extensions (ext_conv.py): on
+# NumPy one strided slice per window cell, measured 5x faster for max than reducing the
+# window view, and first-maximum masks instead of an argmax plus a scatter (49 -> 19 ms
+# for max_pool's gradient).
 
 def _lowest(B, dtype):
-    return -B.inf if dtype.kind == "f" else B.iinfo(dtype).min
+    return -B.inf if dtype in B.float_dtypes else B.iinfo(dtype).min
 
 
 def _counts(B, geo, dtype):
-    """The number of input cells in each window, [1, *out, 1]."""
+    """The number of input cells in each window, [1, *out, 1], in ``dtype``."""
     n = len(geo.k)
     total = None
     for i in range(n):
         pos = (B.arange(geo.out[i])[:, None] * geo.s[i] + B.arange(geo.k[i])[None, :]
                * geo.d[i] - geo.before[i])
-        c = ((pos >= 0) & (pos < geo.xs[i])).sum(axis=1)
-        c = c.reshape((1,) * (1 + i) + (geo.out[i],) + (1,) * (n - i))
+        c = B.sum(B.astype((pos >= 0) & (pos < geo.xs[i]), dtype), axis=1)
+        c = B.reshape(c, (1,) * (1 + i) + (geo.out[i],) + (1,) * (n - i))
         total = c if total is None else total * c
     # NOTE: a window wholly in the padding (explicit pads wider than the window) has no
     # cell; its average is 0, not 0/0.
-    return B.maximum(total, 1).astype(dtype)
+    return B.maximum(total, 1.0)
 
 
-# NOTE: the pools loop over kernel positions (one strided slice of the padded input per
-# window cell) rather than reducing the window view: measured 5x faster for max (1.8 vs
-# 10 ms, 3x3 windows on [32, 32, 32, 16]), and the first-maximum masks below replace an
-# argmax of the copied windows plus a scatter (49 -> 19 ms for max_pool's gradient).
-
-def _padded(geo):
-    return tuple(b + x + a for b, x, a in zip(geo.before, geo.xs, pad_after(geo)))
+def _reduce(B, xp, geo, kind):
+    return B.reduce_windows(xp, geo.out, geo.s, geo.d, geo.k, kind)
 
 
-def _crop(B, xp, geo):
-    """The input cells of a padded array."""
-    if xp.shape[1:1 + len(geo.k)] == geo.xs:
-        return xp
-    return B.ascontiguousarray(xp[(slice(None),) + tuple(
-        slice(b, b + x) for b, x in zip(geo.before, geo.xs))])
-
-
-def _window_sum(B, xp, geo):
-    out = None
-    for _, sl in window_slices(geo):
-        out = xp[sl].copy() if out is None else B.add(out, xp[sl], out=out)
-    return out
+def _scatter(B, parts, like, geo):
+    """The adjoint of the window reads: parts [N, *out, C], one per window cell, summed
+    onto the input cells [N, *xs, C]."""
+    return B.scatter_windows(parts, like.shape[:1] + tuple(geo.xs) + like.shape[-1:], 1,
+                             geo.out, geo.s, geo.d, geo.k, geo.before)
 
 
 def _avg(B, x, geo):
-    s = _window_sum(B, pad_input(B, x, geo), geo)
-    return (s / _counts(B, geo, x.dtype)).astype(x.dtype, copy=False)
+    return _reduce(B, pad_input(B, x, geo), geo, "sum") / _counts(B, geo, x.dtype)
 
 
 def _avg_grad(B, dy, geo):
     # each cell of a window gets its output's share
-    dyc = (dy / _counts(B, geo, dy.dtype)).astype(dy.dtype, copy=False)
-    dxp = B.zeros(dy.shape[:1] + _padded(geo) + dy.shape[-1:], dtype=dy.dtype)
-    for _, sl in window_slices(geo):
-        dxp[sl] += dyc
-    return _crop(B, dxp, geo)
-
-
-def _max_of(B, xp, geo):
-    out = None
-    for _, sl in window_slices(geo):
-        out = xp[sl].copy() if out is None else B.maximum(out, xp[sl], out=out)
-    return out
+    dyc = dy / _counts(B, geo, dy.dtype)
+    return _scatter(B, itertools.repeat(dyc, math.prod(geo.k)), dy, geo)
 
 
 def _max(B, x, geo):
-    return _max_of(B, pad_input(B, x, geo, _lowest(B, x.dtype)), geo)
+    return _reduce(B, pad_input(B, x, geo, _lowest(B, x.dtype)), geo, "max")
 
 
 def _first_max(B, x, geo):
-    """The padded x, and for each window cell (its slice of the padded x) the mask of the
-    outputs whose first maximum it is: ties go to the first cell in row-major order."""
+    """For each window cell (row-major), its slice of the padded x and the mask of the
+    outputs whose first maximum it holds: ties go to the first cell. A generator: each
+    mask is made when it is used."""
     xp = pad_input(B, x, geo, _lowest(B, x.dtype))
-    y = _max_of(B, xp, geo)
-    taken = B.zeros(y.shape, dtype=bool)
-    masks = []
-    for _, sl in window_slices(geo):
+    y = _reduce(B, xp, geo, "max")
+    taken = B.zeros(y.shape, dtype=B.dtypes["bool"])
+    for sl in window_slices(geo):
         m = xp[sl] == y
         m &= ~taken
         taken |= m
-        masks.append((sl, m))
-    return xp, masks
+        yield sl, m
 
 
 def _max_grad(B, dy, x, geo):
-    xp, masks = _first_max(B, x, geo)
-    dxp = B.zeros(xp.shape, dtype=dy.dtype)
-    for sl, m in masks:
-        dxp[sl] += B.where(m, dy, 0)
-    return _crop(B, dxp, geo)
+    return _scatter(B, (B.where(m, dy, 0) for _, m in _first_max(B, x, geo)), dy, geo)
 
 
 def _max_gather(B, grad, x, geo):
-    _, masks = _first_max(B, x, geo)
     gp = pad_input(B, grad, geo)
-    out = B.zeros(masks[0][1].shape, dtype=grad.dtype)
-    for sl, m in masks:
-        B.copyto(out, gp[sl], where=m)
+    out = 0
+    for sl, m in _first_max(B, x, geo):
+        out = B.where(m, gp[sl], out)
     return out
 
 

@@ -10,8 +10,6 @@ from .logical import where
 from .shape import broadcast_to, concat, reshape, reverse, slice, stop_gradient, transpose
 from .creation import ones
 
-i32 = dtypes.NP[dtypes.int32]
-
 
 def _keep_shape(shape, axes):
     return tuple(1 if i in axes else s for i, s in enumerate(shape))
@@ -36,8 +34,9 @@ def _check_nonempty(x, axes, fn):
 
 @primitive("Sum", batch=True)
 def _sum(B, x, axes, keep_dims):
-    dt = i32 if x.dtype.kind in "biu" else None
-    return B.sum(x, axis=axes, keepdims=keep_dims, dtype=dt)
+    if x.dtype in B.float_dtypes:
+        return B.sum(x, axis=axes, keepdims=keep_dims)
+    return B.sum(B.summable(x), axis=axes, keepdims=keep_dims, dtype=B.dtypes["int32"])
 
 
 @_sum.def_vjp
@@ -89,8 +88,9 @@ def mean(x, axis=None, keep_dims=False):
 
 @primitive("Prod", batch=True)
 def _prod(B, x, axes, keep_dims):
-    dt = i32 if x.dtype.kind in "biu" else None
-    return B.prod(x, axis=axes, keepdims=keep_dims, dtype=dt)
+    if x.dtype in B.float_dtypes:
+        return B.prod(x, axis=axes, keepdims=keep_dims)
+    return B.prod(B.summable(x), axis=axes, keepdims=keep_dims, dtype=B.dtypes["int32"])
 
 
 @_prod.def_vjp
@@ -254,12 +254,12 @@ def any(x, axis=None, keep_dims=False):  # noqa: A001 - the TF.js name
 
 @primitive("ArgMax")
 def _arg_max(B, x, axis):
-    return B.argmax(x, axis=axis).astype(i32)
+    return B.astype(B.argmax(x, axis=axis), B.dtypes["int32"])
 
 
 @primitive("ArgMin")
 def _arg_min(B, x, axis):
-    return B.argmin(x, axis=axis).astype(i32)
+    return B.astype(B.argmin(x, axis=axis), B.dtypes["int32"])
 
 
 @export

@@ -19,8 +19,6 @@ from .indexing import _gather_raw, _scatter_add
 from .logical import where
 from .shape import broadcast_to, concat, reshape, slice
 
-i32 = dtypes.NP[dtypes.int32]
-
 
 def _along(axis, sl):
     """An index tuple applying the slice ``sl`` on the (negative) ``axis`` only."""
@@ -38,11 +36,11 @@ def _shift_arr(B, y, axis, fill_value):
 def _scan_kernel(op, unit):
     def fwd(B, x, axis, exclusive, reverse):
         if reverse:
-            x = B.flip(x, axis)
+            x = B.flip(x, axis=axis)
         y = op(B)(x, axis=axis, dtype=x.dtype)
         if exclusive:
             y = _shift_arr(B, y, axis, unit)
-        return B.flip(y, axis) if reverse else y
+        return B.flip(y, axis=axis) if reverse else y
     return fwd
 
 
@@ -57,7 +55,7 @@ def _scan_args(x, axis, exclusive, reverse, fn):
 
 # ---------------------------------------------------------------- cumsum
 
-_cumsum = primitive("Cumsum", batch=True)(_scan_kernel(lambda B: B.cumsum, 0))
+_cumsum = primitive("Cumsum", batch=True)(_scan_kernel(lambda B: B.cumulative_sum, 0))
 
 
 @_cumsum.def_vjp
@@ -87,7 +85,8 @@ def cumsum(x, axis=0, exclusive=False, reverse=False):
 
 # ---------------------------------------------------------------- cumprod
 
-_cumprod = primitive("Cumprod", save_y=True, batch=True)(_scan_kernel(lambda B: B.cumprod, 1))
+_cumprod = primitive("Cumprod", save_y=True, batch=True)(
+    _scan_kernel(lambda B: B.cumulative_prod, 1))
 
 
 def _shift(t, axis, k, value, forward):
@@ -159,19 +158,24 @@ def cumprod(x, axis=0, exclusive=False, reverse=False):
 
 @primitive("TopK", multi=True, save_y=True)
 def _topk(B, x, k, sorted):
-    if x.dtype.kind == "f":
+    if x.dtype in B.float_dtypes:
         nan = B.isnan(x)
-        if nan.any():
-            # NaN ranks above everything, as in arg_max; lexsort is stable
-            order = B.lexsort((-x, ~nan), axis=-1)
+        if bool(B.any(nan)):
+            # NaN ranks above everything, as in arg_max: sort the numbers, then (stably)
+            # bring the NaNs to the front
+            order = B.argsort(B.where(nan, B.zeros((), dtype=x.dtype), -x), axis=-1,
+                              stable=True)
+            late = B.astype(~B.take_along_axis(nan, order, axis=-1), B.dtypes["int32"])
+            order = B.take_along_axis(order, B.argsort(late, axis=-1, stable=True), axis=-1)
         else:
-            order = B.argsort(-x, axis=-1, kind="stable")
+            order = B.argsort(-x, axis=-1, stable=True)
     else:
-        order = B.argsort(-x.astype(np.float64), axis=-1, kind="stable")
+        # in float64: -x of int32's minimum would overflow
+        order = B.argsort(-B.astype(x, B.dtypes["float64"]), axis=-1, stable=True)
     order = order[..., :k]
     if not sorted:
         order = B.sort(order, axis=-1)
-    return B.take_along_axis(x, order, axis=-1), order.astype(i32)
+    return B.take_along_axis(x, order, axis=-1), B.astype(order, B.dtypes["int32"])
 
 
 @_topk.def_vjp
@@ -222,18 +226,19 @@ def topk(x, k=1, sorted=True):  # noqa: A002 - the TF.js name
 
 def _bincount_fwd(B, x, w, size, binary):
     rows = x.shape[0] if x.ndim == 2 else 1
-    flat = x.reshape(-1)
+    # each row has a spare last bin for the values >= size (negatives were refused), dropped
+    ids = B.minimum(x, size)
     if x.ndim == 2:
-        flat = flat + B.repeat(B.arange(rows, dtype=flat.dtype) * size, x.shape[1])
-    ok = x.reshape(-1) < size          # values >= size are ignored; negatives were refused
-    ids = flat[ok]
+        ids = ids + B.reshape(B.arange(rows, dtype=x.dtype) * (size + 1), (rows, 1))
+    ids = B.reshape(ids, (-1,))
     if binary or w.size == 0:
-        out = B.bincount(ids, minlength=rows * size)
+        out = B.bincount(ids, minlength=rows * (size + 1))
         if binary:
             out = out > 0
     else:
-        out = B.bincount(ids, weights=w.reshape(-1)[ok], minlength=rows * size)
-    return out.astype(w.dtype).reshape(x.shape[:-1] + (size,) if x.ndim == 2 else (size,))
+        out = B.bincount(ids, weights=B.reshape(w, (-1,)), minlength=rows * (size + 1))
+    out = B.astype(B.reshape(out, (rows, size + 1))[:, :size], w.dtype)
+    return out if x.ndim == 2 else B.reshape(out, (size,))
 
 
 _bincount = primitive("Bincount")(_bincount_fwd)
@@ -333,24 +338,25 @@ def dense_bincount(x, weights, size, binary_output=False):
 
 @primitive("SearchSorted")
 def _search_sorted(B, seq, values, side):
+    i32 = B.dtypes["int32"]
     if seq.ndim == 1:
-        return B.asarray(B.searchsorted(seq, values, side=side), dtype=i32)
-    # one row per leading index: sort each row of (sequence + values) together; a value's
-    # answer is the number of sequence entries sorted before it. Ties: 'left' puts values
-    # before equal entries, 'right' after.
+        return B.astype(B.searchsorted(seq, values, side=side), i32)
+    # one row per leading index: sort each row of (sequence + values) together, stably; a
+    # value's answer is the number of sequence entries sorted before it. Ties: 'left' puts
+    # values before equal entries (values first in the row), 'right' after.
     n, m = seq.shape[-1], values.shape[-1]
     rows = math.prod(seq.shape[:-1])
-    s = seq.reshape(rows, n)
-    v = values.reshape(rows, m)
-    both = B.concatenate([s, v], axis=1)
-    is_seq = B.arange(n + m) < n
-    tie = B.broadcast_to(is_seq if side == "left" else ~is_seq, both.shape)
-    order = B.lexsort((tie, both), axis=-1)
-    in_seq = is_seq[order]
-    before = B.cumsum(in_seq, axis=1, dtype=i32) - in_seq
-    out = B.empty_like(before)
-    B.put_along_axis(out, order, before, axis=1)
-    return out[:, n:].reshape(values.shape)
+    s = B.reshape(seq, (rows, n))
+    v = B.reshape(values, (rows, m))
+    left = side == "left"
+    both = B.concat([v, s] if left else [s, v], axis=1)
+    order = B.argsort(both, axis=1, stable=True)
+    in_seq = B.astype((order >= m) if left else (order < n), i32)
+    before = B.cumulative_sum(in_seq, axis=1, dtype=i32) - in_seq
+    # the values' places in the sorted rows (the inverse permutation, on their columns)
+    places = B.argsort(order, axis=1)
+    out = B.take_along_axis(before, places[:, :m] if left else places[:, n:], axis=1)
+    return B.reshape(out, values.shape)
 
 
 @export(method=False)

@@ -201,7 +201,7 @@ Tensor.as_type = lambda self, dtype: self.cast(dtype)
 
 @primitive("Transpose", batch=True)
 def _transpose(B, x, perm):
-    return B.transpose(x, perm)
+    return B.permute_dims(x, perm)
 
 
 @_transpose.def_vjp
@@ -270,7 +270,7 @@ def broadcast_to(x, shape):
 
 @primitive("Concat", batch=True)
 def _concat(B, *tensors, axis):
-    return B.concatenate(tensors, axis=axis)
+    return B.concat(tensors, axis=axis)
 
 
 @_concat.def_vjp
@@ -309,8 +309,12 @@ def concat(tensors, axis=0):
 
 @primitive("SplitV", multi=True, batch=True)
 def _split(B, x, sizes, axis):
-    cuts = np.cumsum(sizes)[:-1]
-    return B.split(x, cuts, axis=axis)
+    head = (_pyslice(None),) * axis
+    out, b = [], 0
+    for s in sizes:
+        out.append(x[head + (_pyslice(b, b + s), Ellipsis)])
+        b += s
+    return out
 
 
 @_split.def_vjp
@@ -380,7 +384,7 @@ def stack(tensors, axis=0):
 
 @primitive("Unpack", multi=True, batch=True)
 def _unstack(B, x, axis):
-    return tuple(B.moveaxis(x, axis, 0))
+    return B.unstack(x, axis=axis)
 
 
 @_unstack.def_vjp
@@ -457,7 +461,7 @@ def slice(x, begin, size=None):  # noqa: A001 - the TF.js name
 
 @primitive("PadV2", batch=True)
 def _pad(B, x, paddings, constant_value):
-    return B.pad(x, paddings, constant_values=constant_value)
+    return B.pad(x, paddings, constant_value)
 
 
 @_pad.def_vjp
@@ -491,7 +495,7 @@ def pad(x, paddings, constant_value=0):
 
 @primitive("Reverse", batch=True)
 def _reverse(B, x, axes):
-    return B.flip(x, axes)
+    return B.flip(x, axis=axes)
 
 
 @_reverse.def_vjp

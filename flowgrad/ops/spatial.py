@@ -23,7 +23,7 @@ def _size(shape):
 
 def _fresh(B, out, x):
     # a reshape after a transpose over size-1 axes can be a view of the input
-    return out.copy() if B.may_share_memory(out, x) else out
+    return B.asarray(out, copy=True) if B.may_share_memory(out, x) else out
 
 
 def _listed(v):
@@ -59,7 +59,7 @@ def _mirror_source(n, lo, hi, mode):
 
 @primitive("MirrorPad")
 def _mirror_pad(B, x, paddings, mode):
-    return B.pad(x, paddings, mode=mode)
+    return B.mirror_pad(x, paddings, mode)        # an extension: backends/ext_nn.py
 
 
 @_mirror_pad.def_vjp
@@ -69,7 +69,7 @@ def _(dy, x, paddings, mode):
     g = dy
     for ax, (lo, hi) in enumerate(paddings):
         if lo or hi:
-            src = E.constant_tensor(E.B.asarray(_mirror_source(x.shape[ax], lo, hi, mode)))
+            src = E.constant_tensor(E.from_host(_mirror_source(x.shape[ax], lo, hi, mode)))
             g = _scatter_add(g, src, ax, x.shape[ax])
     return g
 
@@ -129,8 +129,8 @@ def _space_to_batch(B, x, block_shape, paddings):
     # [batch, p1/b1, b1, ..., rest] -> [b1, ..., bM, batch, p1/b1, ..., pM/bM, rest]
     perm = ([2 + 2 * k for k in range(m)] + [0] + [1 + 2 * k for k in range(m)]
             + list(range(1 + 2 * m, 1 + 2 * m + len(rest))))
-    out = xp.reshape(tuple(split) + rest).transpose(perm)
-    out = out.reshape((x.shape[0] * _size(block_shape),) + tuple(split[1::2]) + rest)
+    out = B.permute_dims(B.reshape(xp, tuple(split) + rest), tuple(perm))
+    out = B.reshape(out, (x.shape[0] * _size(block_shape),) + tuple(split[1::2]) + rest)
     return _fresh(B, out, x)
 
 
@@ -147,10 +147,10 @@ def _batch_to_space(B, x, block_shape, crops):
     # [b1, ..., bM, n, d1, ..., dM, rest] -> [n, d1, b1, ..., dM, bM, rest]
     perm = ([m] + [i for k in range(m) for i in (m + 1 + k, k)]
             + list(range(2 * m + 1, 2 * m + 1 + len(rest))))
-    y = x.reshape(tuple(block_shape) + (n,) + spatial + rest).transpose(perm)
-    y = y.reshape((n,) + tuple(d * b for d, b in zip(spatial, block_shape)) + rest)
+    y = B.permute_dims(B.reshape(x, tuple(block_shape) + (n,) + spatial + rest), tuple(perm))
+    y = B.reshape(y, (n,) + tuple(d * b for d, b in zip(spatial, block_shape)) + rest)
     key = (slice(None),) + tuple(slice(c0, y.shape[1 + k] - c1)
-                                 for k, (c0, c1) in enumerate(crops))
+                                 for k, (c0, c1) in enumerate(crops)) + (Ellipsis,)
     return _fresh(B, y[key], x)
 
 
@@ -246,11 +246,11 @@ def _depth_to_space(B, x, block_size, data_format):
     b = block_size
     if data_format == "NHWC":
         n, h, w, c = x.shape
-        y = x.reshape((n, h, w, b, b, c // (b * b))).transpose(0, 1, 3, 2, 4, 5)
-        return _fresh(B, y.reshape((n, h * b, w * b, c // (b * b))), x)
+        y = B.permute_dims(B.reshape(x, (n, h, w, b, b, c // (b * b))), (0, 1, 3, 2, 4, 5))
+        return _fresh(B, B.reshape(y, (n, h * b, w * b, c // (b * b))), x)
     n, c, h, w = x.shape
-    y = x.reshape((n, b, b, c // (b * b), h, w)).transpose(0, 3, 4, 1, 5, 2)
-    return _fresh(B, y.reshape((n, c // (b * b), h * b, w * b)), x)
+    y = B.permute_dims(B.reshape(x, (n, b, b, c // (b * b), h, w)), (0, 3, 4, 1, 5, 2))
+    return _fresh(B, B.reshape(y, (n, c // (b * b), h * b, w * b)), x)
 
 
 @_depth_to_space.def_vjp
@@ -264,11 +264,11 @@ def _space_to_depth(B, x, block_size, data_format):
     b = block_size
     if data_format == "NHWC":
         n, h, w, c = x.shape
-        y = x.reshape((n, h // b, b, w // b, b, c)).transpose(0, 1, 3, 2, 4, 5)
-        return _fresh(B, y.reshape((n, h // b, w // b, b * b * c)), x)
+        y = B.permute_dims(B.reshape(x, (n, h // b, b, w // b, b, c)), (0, 1, 3, 2, 4, 5))
+        return _fresh(B, B.reshape(y, (n, h // b, w // b, b * b * c)), x)
     n, c, h, w = x.shape
-    y = x.reshape((n, c, h // b, b, w // b, b)).transpose(0, 3, 5, 1, 2, 4)
-    return _fresh(B, y.reshape((n, b * b * c, h // b, w // b)), x)
+    y = B.permute_dims(B.reshape(x, (n, c, h // b, b, w // b, b)), (0, 3, 5, 1, 2, 4))
+    return _fresh(B, B.reshape(y, (n, b * b * c, h // b, w // b)), x)
 
 
 @_space_to_depth.def_vjp
@@ -337,8 +337,9 @@ def space_to_depth(x, block_size, data_format="NHWC"):
 def _band_part(B, a, num_lower, num_upper):
     m, n = a.shape[-2:]
     d = B.arange(m)[:, None] - B.arange(n)[None, :]      # row - column
-    keep = (d <= num_lower if num_lower >= 0 else True) & (-d <= num_upper
-                                                            if num_upper >= 0 else True)
+    lo = m if num_lower < 0 else num_lower
+    hi = n if num_upper < 0 else num_upper
+    keep = (d <= lo) & (-d <= hi)
     return B.where(keep, a, B.zeros((), dtype=a.dtype))
 
 
@@ -379,10 +380,7 @@ def band_part(a, num_lower, num_upper):
 
 @primitive("Diag")
 def _diag(B, x):
-    n = x.size
-    out = B.zeros(n * n, dtype=x.dtype)
-    out[::n + 1] = x.reshape(-1)
-    return out.reshape(x.shape + x.shape)
+    return B.reshape(B.diagflat(x), x.shape + x.shape)     # an extension: ext_nn.py
 
 
 @_diag.def_vjp
@@ -392,7 +390,8 @@ def _(dy, x):
 
 @primitive("DiagPart")
 def _diag_part(B, y, shape):
-    return y.reshape(-1)[::_size(shape) + 1].reshape(shape).copy()
+    flat = B.reshape(y, (-1,))[::_size(shape) + 1]
+    return _fresh(B, B.reshape(flat, shape), y)
 
 
 @_diag_part.def_vjp

@@ -269,7 +269,7 @@ def asin(B, x):
     Tensor
         [0]
     """
-    return B.arcsin(x)
+    return B.asin(x)
 
 
 @asin.vjp
@@ -286,7 +286,7 @@ def acos(B, x):
     Tensor
         [0]
     """
-    return B.arccos(x)
+    return B.acos(x)
 
 
 @acos.vjp
@@ -303,7 +303,7 @@ def atan(B, x):
     Tensor
         [0]
     """
-    return B.arctan(x)
+    return B.atan(x)
 
 
 @atan.vjp
@@ -382,7 +382,7 @@ def asinh(B, x):
     Tensor
         [0]
     """
-    return B.arcsinh(x)
+    return B.asinh(x)
 
 
 @asinh.vjp
@@ -399,7 +399,7 @@ def acosh(B, x):
     Tensor
         [0]
     """
-    return B.arccosh(x)
+    return B.acosh(x)
 
 
 @acosh.vjp
@@ -416,7 +416,7 @@ def atanh(B, x):
     Tensor
         [0]
     """
-    return B.arctanh(x)
+    return B.atanh(x)
 
 
 @atanh.vjp
@@ -426,7 +426,10 @@ def _(dy, x):
 
 @primitive("ClipByValue", batch=True)
 def _clip(B, x, lo, hi):
-    return B.clip(x, lo, hi).astype(x.dtype, copy=False)
+    if x.dtype in B.float_dtypes:
+        return B.clip(x, lo, hi)
+    # int32: clipped as floats, then truncated (TF.js stores the float bound in an int32)
+    return B.astype(B.clip(B.astype(x, B.dtypes["float64"]), lo, hi), x.dtype)
 
 
 @_clip.def_vjp

@@ -12,7 +12,7 @@ import warnings
 
 from .. import dtypes
 from .. import engine as E
-from ..errors import ArgumentError, FlowgradError, ShapeError
+from ..errors import ArgumentError, FlowgradError, JitError, ShapeError
 from ..gradients import variable_grads
 from ..names import Result, camel_to_snake
 from ..ops import OPS
@@ -220,8 +220,16 @@ class Optimizer:
                 return False
         lr = self.current_learning_rate()
 
-        # one fused kernel per variable unless the update itself is being differentiated
-        rule = None if E.is_recording() else _FUSED.get(type(self))
+        # one fused kernel per variable unless the update itself is being differentiated,
+        # or the backend's functions take no out= buffers (the standard has none)
+        rule = None if E.is_recording() or not E.B.supports_out else _FUSED.get(type(self))
+        if rule is None and E._tracer is not None:
+            # the op-by-op rule reads the step count and learning rate in Python: a replay
+            # would repeat this step's bias corrections forever
+            raise JitError(f"tf.jit cannot replay this {self.class_name} update: on backend "
+                           f"'{E.B.name}' (no out= buffers) or inside a gradient function it "
+                           f"is computed op by op, with the step count as a Python number "
+                           f"a replay would freeze. Call minimize() outside tf.jit here.")
 
         def step():
             for var, g in pairs:
