@@ -53,6 +53,18 @@ class Tensor:
         return n
 
     @property
+    def backend(self):
+        """The name of the backend that holds the values (the one active when the tensor
+        was made).
+
+        >>> import flowgrad as tf
+        >>> tf.tensor([1.0]).backend
+        'numpy'
+        """
+        ns = E.backends.backend_of(self._array())
+        return ns.name if ns is not None else type(self._data).__name__
+
+    @property
     def is_disposed(self):
         """True once the tensor was disposed (by ``dispose`` or a ``tidy``)."""
         return self._disposed

@@ -10,9 +10,8 @@ import numpy as np
 
 from .. import dtypes
 from .. import engine as E
-from ..errors import ArgumentError
+from ..errors import ArgumentError, DistributedError
 from ..tensor import Tensor, Variable, convert, registered_variables
-from ..errors import DistributedError
 from .runtime import _ensure
 
 _REDUCE_OPS = ("sum", "mean", "max", "min")
@@ -132,13 +131,13 @@ def all_reduce(tensors, op="mean"):
     _check_dtypes(ts, "all_reduce", op)
     s = _ensure()
     if s.size == 1:
-        return rebuild([E.make_tensor(np.array(t._array())) for t in ts])
-    bucket = _cache.get([(t.shape, t._array().dtype) for t in ts])
-    bucket.pack([t._array() for t in ts])
+        return rebuild([E.make_tensor(E.from_host(np.array(E.to_host(t._array())))) for t in ts])
+    bucket = _cache.get([(t.shape, dtypes.NP[t.dtype]) for t in ts])
+    bucket.pack([E.to_host(t._array()) for t in ts])
     mpi_op = {"sum": s.MPI.SUM, "mean": s.MPI.SUM, "max": s.MPI.MAX, "min": s.MPI.MIN}[op]
     bucket.reduce(s, mpi_op)
     arrays = bucket.unpack(1.0 / s.size if op == "mean" else None)
-    return rebuild([E.make_tensor(a) for a in arrays])
+    return rebuild([E.make_tensor(E.from_host(a)) for a in arrays])
 
 
 def broadcast(tensors, root=0):
@@ -156,12 +155,12 @@ def broadcast(tensors, root=0):
     s = _ensure()
     _check_root(root, s, "broadcast")
     if s.size == 1:
-        return rebuild([E.make_tensor(np.array(t._array())) for t in ts])
-    bucket = _cache.get([(t.shape, t._array().dtype) for t in ts])
+        return rebuild([E.make_tensor(E.from_host(np.array(E.to_host(t._array())))) for t in ts])
+    bucket = _cache.get([(t.shape, dtypes.NP[t.dtype]) for t in ts])
     if s.rank == root:
-        bucket.pack([t._array() for t in ts])
+        bucket.pack([E.to_host(t._array()) for t in ts])
     bucket.bcast(s, root)
-    return rebuild([E.make_tensor(a) for a in bucket.unpack()])
+    return rebuild([E.make_tensor(E.from_host(a)) for a in bucket.unpack()])
 
 
 def _check_root(root, s, fn):
@@ -250,12 +249,12 @@ def broadcast_variables(variables=None, root=0):
     order = check_agreement(signature(variables), "the variables to broadcast", _SAME_MODEL)
     by_name = {v.name: v for v in variables}
     ordered = [by_name[n] for n in order]
-    bucket = _cache.get([(v.shape, v._array().dtype) for v in ordered])
+    bucket = _cache.get([(v.shape, dtypes.NP[v.dtype]) for v in ordered])
     if s.rank == root:
-        bucket.pack([v._array() for v in ordered])
+        bucket.pack([E.to_host(v._array()) for v in ordered])
     bucket.bcast(s, root)
     for v, a in zip(ordered, bucket.unpack()):
-        t = E.make_tensor(a)
+        t = E.make_tensor(E.from_host(a))
         v.assign(t)
         t.dispose()
     return variables

@@ -119,7 +119,7 @@ class DistributedOptimizer:
                     f"Create every variable before the first step, or pass the same "
                     f"var_list to every minimize() call.")
             if g is not None:
-                a = convert(g, "gradient", "apply_gradients")._array()
+                a = E.to_host(convert(g, "gradient", "apply_gradients")._array())
                 if a.shape != tuple(v.shape):
                     try:
                         a = np.broadcast_to(a, v.shape)
@@ -131,7 +131,7 @@ class DistributedOptimizer:
         n = len(order)
         flags = np.array([1.0 if name in local else 0.0 for name in order])
         arrays = [local.get(name) for name in order] + [flags]
-        arrays.append(np.asarray(loss._array()) if loss is not None else np.zeros(()))
+        arrays.append(np.asarray(E.to_host(loss._array())) if loss is not None else np.zeros(()))
         bucket.pack(arrays)
         bucket.reduce(s, s.MPI.SUM)
         out = bucket.unpack(1.0 / s.size)
@@ -139,9 +139,10 @@ class DistributedOptimizer:
         avg = []
         for i, name in enumerate(order):
             var = self._vars[i]
-            avg.append((var, E.make_tensor(out[i]) if present[i] else None))
+            avg.append((var, E.make_tensor(E.from_host(out[i])) if present[i] else None))
         if loss is not None:
-            avg_loss = E.make_tensor(np.asarray(out[n + 1], dtype=loss._array().dtype))
+            avg_loss = E.make_tensor(E.from_host(np.asarray(out[n + 1],
+                                                             dtype=dtypes.NP[loss.dtype])))
         else:
             avg_loss = None
         self.__dict__["comm_seconds"] += time.perf_counter() - t0
