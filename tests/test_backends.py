@@ -114,3 +114,22 @@ def test_training_on_strict_follows_numpy_to_the_bit():
             tf.set_backend(prev)
     assert losses["numpy"][-1] < 0.5 * losses["numpy"][0]                 # it trains
     assert losses["array_api_strict"] == losses["numpy"]
+
+
+def test_layer_error_paths():
+    class Unreadable:                      # a DLPack producer whose export always fails
+        def __dlpack__(self, **kw):
+            raise BufferError("device memory not exportable")
+
+        def __dlpack_device__(self):
+            return (1, 0)
+    with pytest.raises(BackendError, match="backend 'numpy' cannot read a Unreadable"):
+        tf.from_dlpack(Unreadable())
+    with pytest.raises(BackendError, match="backend 'numpy' is active"):
+        bk.unregister_backend("numpy")
+    from flowgrad.backends import ext
+    with pytest.raises(ValueError, match="extension 'pad' is registered twice"):
+        ext.extension("pad")(lambda B, x: x)
+    from flowgrad import engine
+    with pytest.raises(BackendError, match="belongs to no backend"):
+        engine.to_host(object())
