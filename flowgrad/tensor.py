@@ -61,7 +61,8 @@ class Tensor:
         >>> tf.tensor([1.0]).backend
         'numpy'
         """
-        ns = E.backends.backend_of(self._array())
+        self.throw_if_disposed()
+        ns = E.backends.backend_of(self._data)      # (not a read of the values: jit may ask)
         return ns.name if ns is not None else type(self._data).__name__
 
     @property
