@@ -18,9 +18,11 @@ from .ops import OPS
 from .tape import NotBatchable, backprop
 from .tensor import Tensor, convert
 
+_concat = OPS["concat"]
 _fill = OPS["fill"]
 _eye = OPS["eye"]
 _reshape = OPS["reshape"]
+_split = OPS["split"]
 _stack = OPS["stack"]
 _transpose = OPS["transpose"]
 
@@ -141,11 +143,22 @@ def hessian(f, argnums=0):
     """The Hessian of a scalar function: ``hessian(f)(x)`` has shape ``x.shape + x.shape``.
     Computed as the (vectorised, reverse-mode) jacobian of the gradient.
 
+    With a tuple of argnums it is the block Hessian, as nested tuples (JAX's and
+    torch.func's layout): ``H[i][j]`` is ∂²f/∂x_i∂x_j, of shape ``x_i.shape + x_j.shape``,
+    for the i-th and j-th arguments named in argnums.
+
     >>> import flowgrad as tf
     >>> tf.hessian(lambda x: (x ** 3).sum())(tf.tensor([1.0, 2.0])).print()
     Tensor
         [[6, 0 ],
          [0, 12]]
+    >>> H = tf.hessian(lambda x, s: (x * x).sum() * s ** 2, argnums=(0, 1))(
+    ...     tf.tensor([1.0, 2.0]), tf.scalar(3.0))
+    >>> [[h.shape for h in row] for row in H]
+    [[(2, 2), (2,)], [(2,), ()]]
+    >>> H[0][1].print()      # d/ds of d/dx = 4 x s
+    Tensor
+        [12, 24]
     """
     _check(f, "hessian")
 
@@ -160,9 +173,34 @@ def hessian(f, argnums=0):
         gs, _ = backprop(y, seed, [args[i] for i in nums], E.current_session())
         gs = [g if g is not None else _fill(args[i].shape, 0, dtypes.grad_dtype(
             args[i].dtype)) for g, i in zip(gs, nums)]
-        return gs[0] if single else _stack([_reshape(g, (g.size,)) for g in gs])
+        # every gradient flattened end to end: one jacobian pass covers all the blocks
+        return gs[0] if single else _concat([_reshape(g, (g.size,)) for g in gs])
 
-    return jacobian(grad_of_f, argnums)
+    jac = jacobian(grad_of_f, argnums)
+
+    def hess(*args):
+        cols = jac(*args)
+        if isinstance(cols, Tensor):
+            return cols
+
+        def blocks():
+            # cols[j] has shape (sum of the arguments' sizes,) + x_j.shape: row block i of
+            # it is d(grad_i)/dx_j
+            shapes = [c.shape[1:] for c in cols]
+            sizes = [_size(sh) for sh in shapes]
+            parts = [_split(c, sizes) for c in cols]
+            return tuple(tuple(_reshape(parts[j][i], shapes[i] + shapes[j])
+                               for j in range(len(cols))) for i in range(len(cols)))
+        return E.tidy(blocks)
+
+    return hess
+
+
+def _size(shape):
+    n = 1
+    for d in shape:
+        n *= d
+    return n
 
 
 def hvp(f, argnums=0):
@@ -288,14 +326,16 @@ def jvp(f, primals, tangents):
             y = _run(f, xs, "jvp")
             u = _fill(y.shape, 0, dtypes.grad_dtype(y.dtype))
             hs, _ = backprop(y, u, xs, sess)              # J^T u, recorded
-            terms = [(h * v).sum() for h, v in zip(hs, vs) if h is not None]
+            s = None
+            # summed while recording: a sum made after end_recording has no path to u
+            for h, v in zip(hs, vs):
+                if h is not None:
+                    t = (h * v).sum()
+                    s = t if s is None else s + t
         finally:
             E.end_recording()
-        if not terms:
+        if s is None:
             return y, _fill(y.shape, 0, dtypes.grad_dtype(y.dtype))
-        s = terms[0]
-        for t in terms[1:]:
-            s = s + t
         (jv,), _ = backprop(s, _fill((), 1, s.dtype), [u], sess)
         return y, jv if jv is not None else _fill(y.shape, 0, dtypes.grad_dtype(y.dtype))
     return _with_session(body)

@@ -156,7 +156,8 @@ def _simplify(tr, out_refs):
         _, prim, refs, attrs, outs = st
         refs = tuple(sub(r) for r in refs)
         name = prim.name
-        if name == "Add" and refs[0] == refs[1] and refs[0][0] == "s" and \
+        # kinds first: a constant ref holds an array, whose == is elementwise
+        if name == "Add" and refs[0][0] == "s" == refs[1][0] and refs[0][1] == refs[1][1] and \
                 tr.meta[refs[0][1]][1] in E.B.float_dtypes:
             # x + x is 2 * x to the bit (both round the exact double), and one stream
             # fewer to read

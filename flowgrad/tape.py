@@ -111,7 +111,7 @@ def _op_label(n):
 
 def _saved_outputs(n):
     """Outputs of ``n`` for its rule: fresh tensors attached to ``n`` (so still connected)."""
-    if n.nout == 1:
+    if not n.prim.multi:
         y = E.make_tensor(n.out)
         y._node = n
         return (y,)
@@ -209,7 +209,9 @@ def backprop(y, dy, xs, sess, batch=False):
         gsrc[id(y)] = dy
     elif order:
         yn = y._node
-        if yn.nout == 1:
+        # a multi-output op's rule takes a list of dys even when it made one output
+        # (split into one piece): prim.multi decides, never nout
+        if not yn.prim.multi:
             grads = {yn: dy}
         else:
             lst = [None] * yn.nout
@@ -265,7 +267,7 @@ def _sweep(order, grads, gsrc, src, needs, lead=()):
             g = _node_hook(n, g)
         current_node = n
         prim = n.prim
-        if n.nout > 1:
+        if prim.multi:
             g = [gi if gi is not None else _ops.zeros(lead + shape, dt)
                  for gi, (shape, dt) in zip(g, n.metas)]
         ins = n.inputs
@@ -298,7 +300,7 @@ def _sweep(order, grads, gsrc, src, needs, lead=()):
                 gsrc[k] = dx if old is None else add(old, dx)
                 continue
             m = t._node
-            if m.nout == 1:
+            if not m.prim.multi:
                 old = grads.get(m)
                 grads[m] = dx if old is None else add(old, dx)
             else:
@@ -311,7 +313,7 @@ def _sweep(order, grads, gsrc, src, needs, lead=()):
 
 def _node_hook(n, g):
     hooks = node_hooks[n]
-    if n.nout == 1:
+    if not n.prim.multi:
         return _run_hooks(hooks.get(0, ()), g)
     return [gi if gi is None or j not in hooks else _run_hooks(hooks[j], gi)
             for j, gi in enumerate(g)]

@@ -144,7 +144,8 @@ def _(dy, a, b, y, needs):
 
 @binary("Maximum", ufunc="maximum")
 def maximum(B, a, b):
-    """Elementwise max. [conv] a tie sends the gradient to a.
+    """Elementwise max. [conv] a tie sends the gradient to a; a NaN in a or b (the output is
+    NaN) sends it to neither (TF.js's masks a >= b and a < b are both false).
 
     >>> import flowgrad as tf
     >>> tf.maximum(tf.tensor([1, 5]), 3).print()
@@ -156,13 +157,15 @@ def maximum(B, a, b):
 
 @maximum.vjp
 def _(dy, a, b, needs):
-    mask = a.greater_equal(b)
-    return (where(mask, dy, 0) if needs[0] else None), (where(mask, 0, dy) if needs[1] else None)
+    # two masks, not one and its complement: with a NaN both are false (see the docstring)
+    return (where(a.greater_equal(b), dy, 0) if needs[0] else None), \
+        (where(a.less(b), dy, 0) if needs[1] else None)
 
 
 @binary("Minimum", ufunc="minimum")
 def minimum(B, a, b):
-    """Elementwise min. [conv] a tie sends the gradient to a.
+    """Elementwise min. [conv] a tie sends the gradient to a; a NaN in a or b sends it to
+    neither, as in maximum.
 
     >>> import flowgrad as tf
     >>> tf.minimum(tf.tensor([1, 5]), 3).print()
@@ -174,8 +177,8 @@ def minimum(B, a, b):
 
 @minimum.vjp
 def _(dy, a, b, needs):
-    mask = a.less_equal(b)
-    return (where(mask, dy, 0) if needs[0] else None), (where(mask, 0, dy) if needs[1] else None)
+    return (where(a.less_equal(b), dy, 0) if needs[0] else None), \
+        (where(a.greater(b), dy, 0) if needs[1] else None)
 
 
 @binary("SquaredDifference")
