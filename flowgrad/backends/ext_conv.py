@@ -9,6 +9,8 @@ standard cannot do fast:
 - ``reduce_windows``: the sum or max over each window (NumPy, CuPy: in place, ``out=``);
 - ``scatter_windows``: the adjoint, one part per window cell added onto a zero grid
   (NumPy, CuPy: strided ``+=`` into one buffer);
+- ``dilate_windows``: the max over each window of the input plus the filter's cell
+  (morphological dilation; NumPy, CuPy: in place, ``out=``);
 - ``depthwise_dot``: the per-channel contraction of windows with a depthwise filter
   (NumPy: ``einsum`` on the strided view);
 - ``contiguous``: a row-major copy, where the library has a memory layout.
@@ -134,6 +136,47 @@ def _numpy_reduce_windows(xp, out, s, d, k, kind):
 def _cupy_reduce_windows(xp, out, s, d, k, kind):
     import cupy
     return _reduce_in_place(cupy, xp, out, s, d, k, kind)
+
+
+# ---------------------------------------------------------------- dilation
+
+def _cells(k):
+    return itertools.product(*(range(v) for v in k))
+
+
+@extension()
+def dilate_windows(B, xp, w, out, s, d, k):
+    """max over the window cells j of xp's cell plus w[j]: a padded xp [N, *spatial, C]
+    and a filter w [*k, C] give [N, *out, C] (grayscale morphological dilation)."""
+    acc = None
+    for j, sl in zip(_cells(k), cell_slices(out, s, d, k)):
+        c = xp[sl] + w[j + (Ellipsis,)]
+        acc = c if acc is None else B.maximum(acc, c)
+    return acc
+
+
+def _dilate_in_place(mod, xp, w, out, s, d, k):
+    # NOTE: one strided slice per window cell, the sum and the max in two buffers: no
+    # window view is ever materialised
+    acc = tmp = None
+    for j, sl in zip(_cells(k), cell_slices(out, s, d, k)):
+        if acc is None:
+            acc = xp[sl] + w[j]                 # a new array, never a view of xp
+            continue
+        tmp = mod.add(xp[sl], w[j], out=tmp)
+        mod.maximum(acc, tmp, out=acc)
+    return acc
+
+
+@override("numpy", "dilate_windows")
+def _numpy_dilate_windows(xp, w, out, s, d, k):
+    return _dilate_in_place(np, xp, w, out, s, d, k)
+
+
+@override("cupy", "dilate_windows")
+def _cupy_dilate_windows(xp, w, out, s, d, k):
+    import cupy
+    return _dilate_in_place(cupy, xp, w, out, s, d, k)
 
 
 # ---------------------------------------------------------------- the adjoint of windows

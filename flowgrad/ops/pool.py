@@ -1,4 +1,5 @@
-"""Pooling: max_pool and avg_pool (2D and 3D) and pool (dilated).
+"""Pooling: max_pool and avg_pool (2D and 3D), pool (dilated), and dilation2d (the
+morphological dilation: a max pool that adds a filter to each window first).
 
 Windows come from the same strided views as the convolutions (flowgrad.ops.conv). Padding
 never takes part: max ignores it, and the average divides by the number of input cells
@@ -14,9 +15,10 @@ gradient is MaxPoolGrad again. Both are piecewise constant in x: zero gradient t
 import itertools
 import math
 
+from .. import dtypes
 from .. import engine as E
 from ..errors import ArgumentError, ShapeError
-from ._core import as_float, as_numeric, export, primitive
+from ._core import as_float, as_numeric, cast, export, primitive
 from .conv import (FORMATS, channels_last, check_rounding, check_strides_dilations, geometry,
                    ntuple, pad_input, to_first, to_last, window_slices)
 from .shape import reshape
@@ -267,3 +269,172 @@ def pool(input, window_shape, pooling_type, pad, dilations=None, strides=None,  
         pad = "valid"
     return _pool(op, pooling_type, n, input, window_shape, strides, pad, dim_rounding_mode,
                  FORMATS[n][0], dilations)
+
+
+# ---------------------------------------------------------------- dilation2d
+# Grayscale morphological dilation: y[n, o, c] = max over the window cells j of
+# x[n, o*s + j*d - before, c] + filter[j, c]. Like max pooling, the gradient goes to the
+# first maximum of each window (TF.js's Dilation2DBackpropInput/Filter: the argmax), to
+# the input cell for x and to the filter cell for the filter. Both backprop kernels are
+# linear in dy and locally constant in x and the filter: their adjoints gather from the
+# argmax (Dilation2DBackpropInputGrad/FilterGrad), whose adjoints are the backprops again,
+# so every order works. Padding is -inf: it never wins, and a window that sees no input
+# cell gives -inf and no gradient (TF.js's cpu kernel starts its max at
+# Number.MIN_SAFE_INTEGER instead).
+
+def _dilation_arrays(B, x, w):
+    """x and w in the dtype windows are compared in: floats as they are, int32 in float64
+    (exact, and -inf pads it)."""
+    if x.dtype in B.float_dtypes:
+        return x, w
+    f = B.dtypes["float64"]
+    return B.astype(x, f), B.astype(w, f)
+
+
+def _dilation_cells(geo):
+    return itertools.product(*(range(v) for v in geo.k))
+
+
+def _dilation(B, x, w, geo):
+    xf, wf = _dilation_arrays(B, x, w)
+    y = B.dilate_windows(pad_input(B, xf, geo, -B.inf), wf, geo.out, geo.s, geo.d, geo.k)
+    return y if xf is x else B.astype(y, x.dtype)
+
+
+def _dilation_argmax(B, x, w, geo):
+    """For each window cell j (row-major): j, its slice of the padded x and the mask of the
+    outputs whose first maximum it holds. A generator: each mask is made when used."""
+    x, w = _dilation_arrays(B, x, w)
+    xp = pad_input(B, x, geo, -B.inf)
+    y = B.dilate_windows(xp, w, geo.out, geo.s, geo.d, geo.k)
+    taken = y == -B.inf                  # windows that see no input cell: no argmax
+    for j, sl in zip(_dilation_cells(geo), window_slices(geo)):
+        m = (xp[sl] + w[j + (Ellipsis,)]) == y
+        m &= ~taken
+        taken |= m
+        yield j, sl, m
+
+
+def _dilation_back_input(B, x, w, dy, geo):
+    return _scatter(B, (B.where(m, dy, 0) for _, _, m in _dilation_argmax(B, x, w, geo)),
+                    dy, geo)
+
+
+def _dilation_back_filter(B, x, w, dy, geo):
+    axes = tuple(range(1 + len(geo.k)))
+    parts = [B.sum(B.where(m, dy, 0), axis=axes) for _, _, m in _dilation_argmax(B, x, w, geo)]
+    return B.reshape(B.stack(parts, axis=0), w.shape)
+
+
+def _dilation_gather_input(B, x, w, gx, geo):
+    gp = pad_input(B, gx, geo)
+    out = 0
+    for _, sl, m in _dilation_argmax(B, x, w, geo):
+        out = B.where(m, gp[sl], out)
+    return out
+
+
+def _dilation_gather_filter(B, x, w, gw, geo):
+    out = 0
+    for j, _, m in _dilation_argmax(B, x, w, geo):
+        out = B.where(m, gw[j + (Ellipsis,)], out)
+    return out
+
+
+DILATION = primitive("Dilation2D")(lambda B, x, filter, geo: _dilation(B, x, filter, geo))
+DILATION_INPUT = primitive("Dilation2DBackpropInput")(
+    lambda B, x, filter, dy, geo: _dilation_back_input(B, x, filter, dy, geo))
+DILATION_FILTER = primitive("Dilation2DBackpropFilter")(
+    lambda B, x, filter, dy, geo: _dilation_back_filter(B, x, filter, dy, geo))
+DILATION_GATHER_INPUT = primitive("Dilation2DBackpropInputGrad")(
+    lambda B, x, filter, gx, geo: _dilation_gather_input(B, x, filter, gx, geo))
+DILATION_GATHER_FILTER = primitive("Dilation2DBackpropFilterGrad")(
+    lambda B, x, filter, gw, geo: _dilation_gather_filter(B, x, filter, gw, geo))
+
+
+def _run3(prim, x, w, t, geo):
+    return E.run_kernel(prim, (x, w, t), {"geo": geo})
+
+
+@DILATION.def_vjp
+def _(dy, x, filter, geo, needs):
+    return (_run3(DILATION_INPUT, x, filter, dy, geo) if needs[0] else None,
+            _run3(DILATION_FILTER, x, filter, dy, geo) if needs[1] else None)
+
+
+# each backprop is linear in its last input (its adjoint gathers from the argmax) and
+# locally constant in x and the filter (zero gradient away from ties); and conversely
+@DILATION_INPUT.def_vjp
+def _(g, x, filter, dy, geo):
+    return None, None, _run3(DILATION_GATHER_INPUT, x, filter, g, geo)
+
+
+@DILATION_FILTER.def_vjp
+def _(g, x, filter, dy, geo):
+    return None, None, _run3(DILATION_GATHER_FILTER, x, filter, g, geo)
+
+
+@DILATION_GATHER_INPUT.def_vjp
+def _(g, x, filter, gx, geo):
+    return None, None, _run3(DILATION_INPUT, x, filter, g, geo)
+
+
+@DILATION_GATHER_FILTER.def_vjp
+def _(g, x, filter, gw, geo):
+    return None, None, _run3(DILATION_FILTER, x, filter, g, geo)
+
+
+@export
+def dilation2d(x, filter, strides, pad, dilations=1, data_format="NHWC"):  # noqa: A002
+    """Grayscale morphological 2D dilation of x [batch, height, width, depth] (rank 3: a
+    batch of one) by filter [filter_height, filter_width, depth]:
+    ``y[b, i, j, c] = max over (di, dj) of x[b, i*sh + di*dh - top, j*sw + dj*dw - left, c]
+    + filter[di, dj, c]``, with strides (sh, sw), dilations (dh, dw) and ``pad`` 'same' or
+    'valid' (padding never wins the max). Only ``data_format='NHWC'`` exists, as in TF.js.
+
+    The gradients, with respect to x and to the filter, go to the first maximum of each
+    window (TF.js's Dilation2DBackpropInput/Filter); they are themselves differentiable.
+
+    >>> import flowgrad as tf
+    >>> x = tf.tensor([1, 5, 3, 4, 2, 8, 0, 6, 7], [3, 3, 1])
+    >>> w = tf.tensor([0, -1, -1, 1], [2, 2, 1])
+    >>> tf.dilation2d(x, w, 1, "valid").reshape([2, 2]).print()
+    Tensor
+        [[4, 9],
+         [7, 8]]
+    >>> tf.grad(lambda f: tf.dilation2d(x, f, 1, "valid").sum())(w).reshape([2, 2]).print()
+    Tensor
+        [[0, 1],
+         [0, 3]]
+    """
+    op = "dilation2d"
+    x = as_numeric(x, op, "x")
+    filter = as_numeric(filter, op, "filter")  # noqa: A001
+    if x.dtype != filter.dtype:
+        dt = dtypes.promote(x.dtype, filter.dtype)
+        x, filter = cast(x, dt), cast(filter, dt)  # noqa: A001
+    batched = x.rank == 4
+    if x.rank == 3:
+        x = reshape(x, (1,) + x.shape)
+    if x.rank != 4:
+        raise ShapeError(f"Error in {op}: input must be rank 4, but got rank {x.rank} (shape "
+                         f"{list(x.shape)}); rank 3 means a batch of one.")
+    if filter.rank != 3:
+        raise ShapeError(f"Error in {op}: filter must be rank 3, but got rank {filter.rank} "
+                         f"(shape {list(filter.shape)}): [filter_height, filter_width, "
+                         f"depth].")
+    if data_format != "NHWC":
+        raise ArgumentError(f"Error in {op}: only NHWC is currently supported, but got "
+                            f"dataFormat {data_format!r} (transpose the input to "
+                            f"[batch, height, width, depth]).")
+    if filter.shape[2] != x.shape[3]:
+        raise ShapeError(f"Error in {op}: the filter's depth ({filter.shape[2]}) must match "
+                         f"the input's depth ({x.shape[3]}): filter shape "
+                         f"{list(filter.shape)}, input shape {list(x.shape)}.")
+    if not (isinstance(pad, str) and pad in ("same", "valid")):
+        raise ArgumentError(f"Error in {op}: pad must be 'same' or 'valid', got {pad!r}")
+    s = ntuple(strides, 2, "strides", op)
+    d = ntuple(dilations, 2, "dilations", op)
+    g = geometry(op, x.shape[1:3], filter.shape[:2], s, d, pad)
+    y = E.run_kernel(DILATION, (x, filter), {"geo": g})
+    return y if batched else reshape(y, y.shape[1:])
