@@ -26,8 +26,9 @@ _ALIASES = {"float": float32, "float32": float32, "float64": float64, "double": 
             "int": int32, "int32": int32, "bool": bool_, "boolean": bool_}
 
 
-def canonical(dtype, where="dtype"):
-    """The flowgrad name of ``dtype`` (a name, a NumPy dtype or a Python type).
+def canonical(dtype, where="dtype", fn=None):
+    """The flowgrad name of ``dtype`` (a name, a NumPy dtype or a Python type); a
+    DtypeError naming ``fn`` (the op) and the valid names for anything else.
 
     >>> canonical(np.float64), canonical(int), canonical("bool")
     ('float64', 'int32', 'bool')
@@ -44,12 +45,15 @@ def canonical(dtype, where="dtype"):
         return int32
     elif dtype is bool:
         return bool_
-    else:
+    elif isinstance(dtype, (type, np.dtype)):     # never a tensor, an array or a number
         try:
             return from_numpy(np.dtype(dtype))
         except TypeError:
             pass
-    raise DtypeError(f"Unknown {where} {dtype!r}: flowgrad supports "
+    shape = getattr(dtype, "shape", None)
+    shown = repr(dtype) if shape is None or isinstance(dtype, (type, np.dtype)) else \
+        f"(a {type(dtype).__name__} of shape {list(shape)})"
+    raise DtypeError(f"{fn + ': ' if fn else ''}Unknown {where} {shown}: flowgrad supports "
                      f"'float32', 'float64', 'int32' and 'bool'.")
 
 

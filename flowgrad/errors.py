@@ -26,6 +26,10 @@ class ShapeError(FlowgradError, ValueError):
     """Shapes that do not fit together (broadcasting, reshape, matmul, dy...)."""
 
 
+class AllocationError(FlowgradError, MemoryError):
+    """A result too large to allocate (the message gives its elements, bytes and the limit)."""
+
+
 class GradientError(FlowgradError):
     """A gradient could not be computed (bad gradient rule, bad custom gradient, ...)."""
 

@@ -35,7 +35,7 @@ CORE = [
         "Argument 'b' passed to 'logical_or' must be bool tensor, but got int32 tensor"),
     row("axis-not-int", lambda: tf.sum(M, 0.5), ArgumentError,
         "sum: axis must be an int, got float"),
-    row("axis-str", lambda: tf.transpose(V, "a"), ArgumentError,
+    row("axis-str", lambda: tf.transpose(V, ["a"]), ArgumentError,
         "transpose: axis must be an int, got str"),
     row("axis-out-of-range", lambda: tf.sum(M, 2), ArgumentError,
         "sum: axis 2 is out of range for a tensor of rank 2 (valid: -2 to 1)"),

@@ -18,7 +18,9 @@ import numpy as np
 
 from .. import dtypes
 from .. import engine as E
-from ..errors import ArgumentError, DtypeError
+from ..args import (alive, as_int, as_ints, as_number, flag, norm_axes,  # noqa: F401
+                    norm_axis)  # (re-exported: the family files import them from here)
+from ..errors import DtypeError
 from ..tensor import Tensor, convert
 
 OPS = {}         # public name -> function: everything exported as tf.<name>
@@ -218,71 +220,6 @@ def binary(name, *, policy="any", method=True, **flags):
     return deco
 
 
-def norm_axis(axis, rank, opname="op"):
-    """One axis in [0, rank), negative counted from the end."""
-    if isinstance(axis, Tensor):
-        axis = int(axis)
-    if not isinstance(axis, (int, np.integer)) or isinstance(axis, bool):
-        raise ArgumentError(f"{opname}: axis must be an int, got {type(axis).__name__}")
-    a = int(axis)
-    if not -rank <= a < rank:
-        valid = f"valid: {-rank} to {rank - 1}" if rank else "a scalar has no axis"
-        raise ArgumentError(f"{opname}: axis {axis} is out of range for a tensor of rank "
-                            f"{rank} ({valid})")
-    return a % rank
-
-
-def as_int(v, what, opname, minimum=None):
-    """An int argument (NumPy ints and int tensors too); floats are refused, not truncated."""
-    if isinstance(v, Tensor) and v.size == 1 and v.dtype == dtypes.int32:
-        v = v.item()
-    if isinstance(v, bool) or not isinstance(v, (int, np.integer)):
-        if isinstance(v, (float, np.floating)) and float(v).is_integer():
-            v = int(v)
-        else:
-            kind = "an integer" if isinstance(v, (float, np.floating)) else type(v).__name__
-            raise ArgumentError(f"{opname}: {what} must be an integer, got {v!r}"
-                                + ("" if kind == "an integer" else f" ({kind})"))
-    v = int(v)
-    if minimum is not None and v < minimum:
-        raise ArgumentError(f"{opname}: {what} must be >= {minimum}, got {v}")
-    return v
-
-
-def as_ints(seq, what, opname, minimum=None):
-    """A tuple of ints from a list or tuple (see as_int)."""
-    if isinstance(seq, Tensor):
-        seq = seq.array_sync()
-    if isinstance(seq, np.ndarray):
-        seq = seq.tolist()
-    if not isinstance(seq, (list, tuple)):
-        raise ArgumentError(f"{opname}: {what} must be a list of integers, got "
-                            f"{type(seq).__name__}")
-    return tuple(as_int(v, f"{what}[{i}]", opname, minimum) for i, v in enumerate(seq))
-
-
-def as_number(v, what, opname):
-    """A real-number argument (a Python float)."""
-    if isinstance(v, Tensor) and v.size == 1:
-        v = v.item()
-    if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, float, np.integer,
-                                                              np.floating)):
-        raise ArgumentError(f"{opname}: {what} must be a number, got {v!r}")
-    return float(v)
-
-
-def norm_axes(axis, rank, opname="op"):
-    """A sorted tuple of axes from None (all), an int or a list of ints."""
-    if axis is None:
-        return tuple(range(rank))
-    if isinstance(axis, (list, tuple)):
-        axes = tuple(sorted({norm_axis(a, rank, opname) for a in axis}))
-        if len(axes) != len(axis):
-            raise ArgumentError(f"{opname}: axis {list(axis)} repeats an axis")
-        return axes
-    return (norm_axis(axis, rank, opname),)
-
-
 # Cast lives here because dtype promotion above needs it; it is an ordinary op otherwise.
 @primitive("Cast", batch=True)
 def _cast(B, x, dtype):
@@ -310,7 +247,7 @@ def cast(x, dtype):
     if dtype is None:
         raise DtypeError("cast(): dtype None is not a dtype: give 'float32', 'float64', "
                          "'int32' or 'bool'")
-    dt = dtypes.canonical(dtype)
+    dt = dtypes.canonical(dtype, fn="cast()")
     if dt == x.dtype:
-        return x
+        return alive(x, _cast)
     return E.run_kernel(_cast, (x,), {"dtype": dt})

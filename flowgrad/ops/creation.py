@@ -11,7 +11,8 @@ import numpy as np
 from .. import dtypes
 from .. import engine as E
 from ..errors import ArgumentError, BackendError, DtypeError, ShapeError
-from ..tensor import Tensor, to_array
+from ..args import check_alloc
+from ..tensor import Tensor, convert, to_array
 from ._core import as_int, as_number, as_tensor, export, primitive
 
 _builtin_range = range
@@ -31,8 +32,12 @@ def _shape(shape, fn):
     return tuple(out)
 
 
-def _dtype(dtype, default=dtypes.float32):
-    return dtypes.canonical(dtype) if dtype is not None else default
+def _dtype(dtype, default=dtypes.float32, fn=None):
+    return dtypes.canonical(dtype, fn=fn) if dtype is not None else default
+
+
+def _seed(seed, fn):
+    return seed if seed is None else as_int(seed, "seed", fn, 0)
 
 
 # ---------------------------------------------------------------- from values
@@ -49,7 +54,7 @@ def tensor(values, shape=None, dtype=None):
     """
     if isinstance(values, Tensor):
         values.throw_if_disposed()
-    arr = to_array(values, _dtype(dtype, None), where="tensor()")
+    arr = to_array(values, _dtype(dtype, None, "tensor()"), where="tensor()")
     if shape is not None:
         shape = _shape(shape, "tensor()")
         n = 1
@@ -136,9 +141,9 @@ def _tensor_nd(rank):
     name = f"tensor{rank}d"
 
     def make(values, shape=None, dtype=None):
-        if shape is not None and len(shape) != rank:
+        if shape is not None and len(_shape(shape, f"{name}()")) != rank:
             raise ShapeError(f"{name}() requires shape to have {_words[rank]} numbers")
-        arr = to_array(values, _dtype(dtype, None), where=f"{name}()")
+        arr = to_array(values, _dtype(dtype, None, f"{name}()"), where=f"{name}()")
         if arr.ndim != rank and arr.ndim != 1:
             raise ShapeError(f"{name}() requires values to be number{'[]' * rank} or "
                              f"flat/TypedArray")
@@ -165,7 +170,7 @@ def tensor1d(values, dtype=None):
     >>> tf.tensor1d([1, 2, 3]).shape
     (3,)
     """
-    arr = to_array(values, _dtype(dtype, None), where="tensor1d()")
+    arr = to_array(values, _dtype(dtype, None, "tensor1d()"), where="tensor1d()")
     if arr.ndim != 1:
         raise ShapeError("tensor1d() requires values to be a flat/TypedArray")
     return E.make_tensor(E.from_host(arr.copy() if arr is values else arr))
@@ -194,9 +199,11 @@ def fill(shape, value, dtype=None):
     if not isinstance(value, (bool, int, float, np.bool_, np.integer, np.floating)):
         raise DtypeError(f"fill(): value must be a number or a bool, got {value!r}")
     default = dtypes.bool_ if isinstance(value, (bool, np.bool_)) else dtypes.float32
-    dt = _dtype(dtype, default)
-    return E.run_kernel(_fill, (), {"shape": _shape(shape, "fill()"),
-                                    "value": _py_scalar(value, dt), "dtype": dt})
+    dt = _dtype(dtype, default, "fill()")
+    shape = _shape(shape, "fill()")
+    check_alloc(shape, dt, "fill()")
+    return E.run_kernel(_fill, (), {"shape": shape, "value": _py_scalar(value, dt),
+                                    "dtype": dt})
 
 
 def _py_scalar(v, dtype):
@@ -223,7 +230,7 @@ def zeros(shape, dtype="float32"):
         [[0, 0],
          [0, 0]]
     """
-    return fill(shape, 0, _dtype(dtype))
+    return fill(shape, 0, _dtype(dtype, fn="zeros()"))
 
 
 @export(method=False)
@@ -235,7 +242,7 @@ def ones(shape, dtype="float32"):
     Tensor
         [1, 1, 1]
     """
-    return fill(shape, 1, _dtype(dtype))
+    return fill(shape, 1, _dtype(dtype, fn="ones()"))
 
 
 @primitive("ZerosLike")
@@ -296,7 +303,12 @@ def range(start, stop=None, step=1, dtype="float32"):  # noqa: A001 - the TF.js 
     step = as_number(step, "step", "range()")
     if step == 0:
         raise ArgumentError("Cannot have a step of zero")
-    dt = _dtype(dtype)
+    dt = _dtype(dtype, fn="range()")
+    n = (stop - start) / step
+    if not math.isfinite(n):
+        raise ArgumentError(f"range(): start {start}, stop {stop} and step {step} give "
+                            f"{n} values: give finite numbers")
+    check_alloc((max(0, math.ceil(n)),), dt, "range()")
     return E.run_kernel(_range, (), {"start": start, "stop": stop, "step": step,
                                      "dtype": dt})
 
@@ -318,6 +330,7 @@ def linspace(start, stop, num):
     num = as_int(num, "the number of values", "linspace()")
     if num <= 0:
         raise ArgumentError(f"The number of values should be positive, got {num}.")
+    check_alloc((num,), dtypes.float32, "linspace()")
     return E.run_kernel(_linspace, (), {"start": as_number(start, "start", "linspace()"),
                                         "stop": as_number(stop, "stop", "linspace()"),
                                         "num": num, "dtype": dtypes.float32})
@@ -342,8 +355,9 @@ def eye(num_rows, num_columns=None, batch_shape=None, dtype="float32"):
     n = as_int(num_rows, "num_rows", "eye()", 0)
     m = n if num_columns is None else as_int(num_columns, "num_columns", "eye()", 0)
     batch = _shape(batch_shape, "eye()") if batch_shape is not None else ()
-    return E.run_kernel(_eye, (), {"n": n, "m": m, "batch_shape": batch,
-                                   "dtype": _dtype(dtype)})
+    dt = _dtype(dtype, fn="eye()")
+    check_alloc(batch + (n, m), dt, "eye()")
+    return E.run_kernel(_eye, (), {"n": n, "m": m, "batch_shape": batch, "dtype": dt})
 
 
 # ---------------------------------------------------------------- random
@@ -370,12 +384,15 @@ def _random_normal(B, shape, mean, stddev, dtype, seed, truncated):
 
 
 def _normal(shape, mean, stddev, dtype, seed, truncated, fn):
-    dt = _dtype(dtype)
+    dt = _dtype(dtype, fn=fn)
     if dt not in dtypes.FLOATS:
         raise DtypeError(f"{fn}: dtype must be float32 or float64, got {dt}")
+    shape = _shape(shape, fn)
+    mean, stddev = as_number(mean, "mean", fn), as_number(stddev, "stddev", fn)
+    check_alloc(shape, dt, fn)
     return E.run_kernel(_random_normal, (), {
-        "shape": _shape(shape, fn), "mean": float(mean), "stddev": float(stddev),
-        "dtype": dt, "seed": seed, "truncated": truncated})
+        "shape": shape, "mean": mean, "stddev": stddev, "dtype": dt,
+        "seed": _seed(seed, fn), "truncated": truncated})
 
 
 @export(method=False)
@@ -419,11 +436,12 @@ def random_uniform(shape, minval=0.0, maxval=1.0, dtype="float32", seed=None):
     >>> bool(((x >= 2) & (x < 3)).all())
     True
     """
-    dt = _dtype(dtype)
+    dt = _dtype(dtype, fn="random_uniform()")
     if dt == dtypes.bool_:
         raise DtypeError("random_uniform(): dtype must be float32, float64 or int32")
-    lo = as_number(minval, "minval", "random_uniform()")
-    hi = as_number(maxval, "maxval", "random_uniform()")
+    ints = dt == dtypes.int32          # int bounds must be finite
+    lo = as_number(minval, "minval", "random_uniform()", finite=ints)
+    hi = as_number(maxval, "maxval", "random_uniform()", finite=ints)
     if dt == dtypes.int32:          # the integers in [minval, maxval)
         lo, hi = math.ceil(lo), math.ceil(hi)
     if not lo < hi:
@@ -431,9 +449,11 @@ def random_uniform(shape, minval=0.0, maxval=1.0, dtype="float32", seed=None):
                             f"({maxval})" + (" (no integer lies between them)"
                                              if dt == dtypes.int32 else ""))
     minval, maxval = lo, hi
-    return E.run_kernel(_random_uniform, (), {"shape": _shape(shape, "random_uniform()"),
-                                              "minval": minval, "maxval": maxval,
-                                              "dtype": dt, "seed": seed})
+    shape = _shape(shape, "random_uniform()")
+    check_alloc(shape, dt, "random_uniform()")
+    return E.run_kernel(_random_uniform, (), {"shape": shape, "minval": minval,
+                                              "maxval": maxval, "dtype": dt,
+                                              "seed": _seed(seed, "random_uniform()")})
 
 
 # ---------------------------------------------------------------- one-hot
@@ -457,17 +477,19 @@ def one_hot(indices, depth, on_value=1, off_value=0, dtype="int32"):
         [[1, 0, 0],
          [0, 0, 1]]
     """
-    if not isinstance(indices, Tensor):
-        indices = tensor(indices, dtype="int32")     # a list of indices, as TF.js takes
+    if not isinstance(indices, Tensor):     # a list of indices, as TF.js takes
+        indices = convert(indices, "indices", "one_hot", dtypes.int32)
     if indices.dtype != dtypes.int32:
         raise DtypeError(f"Argument 'indices' passed to 'one_hot' must be int32 tensor, but got "
                          f"{indices.dtype} tensor")
     depth = as_int(depth, "depth", "Error in one_hot")
     if depth < 1:
         raise ArgumentError(f"Error in one_hot: depth must be >= 1, but it is {depth}")
+    dt = _dtype(dtype, fn="one_hot()")
+    check_alloc(indices.shape + (depth,), dt, "one_hot")
     return E.run_kernel(_one_hot, (indices,), {"depth": depth,
                                                "on_value": as_number(on_value, "on_value",
                                                                      "one_hot"),
                                                "off_value": as_number(off_value, "off_value",
                                                                       "one_hot"),
-                                               "dtype": _dtype(dtype)})
+                                               "dtype": dt})

@@ -10,6 +10,7 @@ for non-square images and both gradients ignore half_pixel_centers).
 """
 from .. import dtypes
 from .. import engine as E
+from ..args import check_alloc, flag
 from ..errors import ArgumentError, DtypeError, ShapeError
 from ..tensor import Tensor
 from ._core import as_float, as_ints, as_tensor, cast, export, primitive
@@ -149,6 +150,9 @@ def _resize(prim, x, size, align_corners, half_pixel_centers, camel):
         raise ShapeError(f"Error in {camel}: new shape must 2D, but got shape {got}. Give "
                          f"size as [newHeight, newWidth].")
     size = as_ints(size, "size", camel, minimum=1)
+    align_corners = flag(align_corners, "align_corners", camel)
+    half_pixel_centers = flag(half_pixel_centers, "half_pixel_centers", camel)
+    check_alloc(x.shape[:-3] + tuple(size) + x.shape[-1:], x.dtype, camel)
     if half_pixel_centers and align_corners:
         raise ArgumentError(f"Error in {camel}: If halfPixelCenters is true, alignCorners "
                             f"must be false.")
@@ -158,8 +162,8 @@ def _resize(prim, x, size, align_corners, half_pixel_centers, camel):
     one = x.rank == 3
     if one:
         x = reshape(x, (1,) + x.shape)
-    y = E.run_kernel(prim, (x,), {"size": size, "align_corners": bool(align_corners),
-                                  "half_pixel_centers": bool(half_pixel_centers)})
+    y = E.run_kernel(prim, (x,), {"size": size, "align_corners": align_corners,
+                                  "half_pixel_centers": half_pixel_centers})
     return reshape(y, y.shape[1:]) if one else y
 
 

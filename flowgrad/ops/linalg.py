@@ -9,7 +9,7 @@ import numpy as np
 from .. import dtypes
 from .. import engine as E
 from ..errors import ArgumentError, GradientError, ShapeError
-from ._core import as_float, as_numeric, binary_args, cast, export, primitive
+from ._core import as_float, as_numeric, binary_args, cast, export, flag, primitive
 from .creation import eye, ones, tensor
 from .reduce import norm
 from .shape import concat, reshape, stack, transpose, unstack
@@ -54,6 +54,8 @@ def mat_mul(a, b, transpose_a=False, transpose_b=False):
          [39]]
     """
     a, b = binary_args(a, b, "mat_mul")
+    transpose_a = flag(transpose_a, "transpose_a", "mat_mul")
+    transpose_b = flag(transpose_b, "transpose_b", "mat_mul")
     if a.rank < 2 or b.rank < 2:
         raise ShapeError(f"Error in matMul: inputs must have the same rank of at least 2, got "
                          f"ranks {a.rank} and {b.rank}. Use dot() for vectors.")
@@ -68,8 +70,8 @@ def mat_mul(a, b, transpose_a=False, transpose_b=False):
         if x != y and x != 1 and y != 1:
             raise ShapeError(f"Error in matMul: the batch dimensions {ba} and {bb} of shapes "
                              f"{a.shape} and {b.shape} do not broadcast.")
-    return E.run_kernel(_mat_mul, (a, b), {"transpose_a": bool(transpose_a),
-                                           "transpose_b": bool(transpose_b)})
+    return E.run_kernel(_mat_mul, (a, b), {"transpose_a": transpose_a,
+                                           "transpose_b": transpose_b})
 
 
 @export
@@ -352,7 +354,8 @@ def qr(x, full_matrices=False):
     if x.rank < 2:
         raise ShapeError(f"qr() requires input tensor to have a rank >= 2, but got rank "
                          f"{x.rank}")
-    return E.run_kernel(_qr, (x,), {"full_matrices": bool(full_matrices)})
+    return E.run_kernel(_qr, (x,), {"full_matrices": flag(full_matrices, "full_matrices",
+                                                          "qr")})
 
 
 @export(namespace="linalg")

@@ -1,11 +1,14 @@
 """Reductions over axes (``axis``: None for all, an int, negative ints, or a list;
 ``keep_dims`` keeps the reduced axes with length 1), and their composites.
 """
+import numpy as np
+
 from .. import dtypes
 from .. import engine as E
+from ..args import describe
 from ..errors import ArgumentError, ShapeError
 from ..names import Result
-from ._core import as_float, as_tensor, export, norm_axes, norm_axis, primitive
+from ._core import as_float, as_tensor, export, flag, norm_axes, norm_axis, primitive
 from .logical import where
 from .shape import broadcast_to, concat, reshape, reverse, slice, stop_gradient, transpose
 from .creation import ones
@@ -55,7 +58,7 @@ def sum(x, axis=None, keep_dims=False):  # noqa: A001 - the TF.js name
     """
     x = as_tensor(x, "sum")
     axes = norm_axes(axis, x.rank, "sum")
-    return E.run_kernel(_sum, (x,), {"axes": axes, "keep_dims": bool(keep_dims)})
+    return E.run_kernel(_sum, (x,), {"axes": axes, "keep_dims": flag(keep_dims, "keep_dims", "sum")})
 
 
 @primitive("Mean", batch=True)
@@ -83,7 +86,8 @@ def mean(x, axis=None, keep_dims=False):
     x = as_float(x, "mean")
     axes = norm_axes(axis, x.rank, "mean")
     _check_nonempty(x, axes, "mean")
-    return E.run_kernel(_mean, (x,), {"axes": axes, "keep_dims": bool(keep_dims)})
+    return E.run_kernel(_mean, (x,), {"axes": axes,
+                                      "keep_dims": flag(keep_dims, "keep_dims", "mean")})
 
 
 @primitive("Prod", batch=True)
@@ -153,7 +157,8 @@ def prod(x, axis=None, keep_dims=False):
     if x.dtype == dtypes.bool_:
         x = x.cast("int32")
     axes = norm_axes(axis, x.rank, "prod")
-    return E.run_kernel(_prod, (x,), {"axes": axes, "keep_dims": bool(keep_dims)})
+    return E.run_kernel(_prod, (x,), {"axes": axes,
+                                      "keep_dims": flag(keep_dims, "keep_dims", "prod")})
 
 
 # ---------------------------------------------------------------- max / min
@@ -181,7 +186,7 @@ def _extreme(prim, x, axis, keep_dims, fn):
     x = as_tensor(x, fn)
     axes = norm_axes(axis, x.rank, fn)
     _check_nonempty(x, axes, fn)
-    return E.run_kernel(prim, (x,), {"axes": axes, "keep_dims": bool(keep_dims)})
+    return E.run_kernel(prim, (x,), {"axes": axes, "keep_dims": flag(keep_dims, "keep_dims", fn)})
 
 
 @export
@@ -232,7 +237,7 @@ def all(x, axis=None, keep_dims=False):  # noqa: A001 - the TF.js name
     x = as_tensor(x, "all")
     x = x if x.dtype == dtypes.bool_ else x.cast("bool")
     return E.run_kernel(_all, (x,), {"axes": norm_axes(axis, x.rank, "all"),
-                                     "keep_dims": bool(keep_dims)})
+                                     "keep_dims": flag(keep_dims, "keep_dims", "all")})
 
 
 @export
@@ -247,7 +252,7 @@ def any(x, axis=None, keep_dims=False):  # noqa: A001 - the TF.js name
     x = as_tensor(x, "any")
     x = x if x.dtype == dtypes.bool_ else x.cast("bool")
     return E.run_kernel(_any, (x,), {"axes": norm_axes(axis, x.rank, "any"),
-                                     "keep_dims": bool(keep_dims)})
+                                     "keep_dims": flag(keep_dims, "keep_dims", "any")})
 
 
 # ---------------------------------------------------------------- arg max / min
@@ -305,6 +310,7 @@ def log_sum_exp(x, axis=None, keep_dims=False):
     """
     x = as_float(x, "log_sum_exp")
     axes = norm_axes(axis, x.rank, "log_sum_exp")
+    keep_dims = flag(keep_dims, "keep_dims", "log_sum_exp")
     # NOTE: shifting by the max keeps exp() finite; the shift is a constant, since the
     # result does not depend on it (and an all -Inf group is shifted by 0, not -Inf)
     m = stop_gradient(x.max(axes, True))
@@ -325,6 +331,11 @@ def norm(x, ord="euclidean", axis=None, keep_dims=False):
         5
     """
     x = as_float(x, "norm")
+    keep_dims = flag(keep_dims, "keep_dims", "norm")
+    if isinstance(ord, (bool, np.bool_)) or not isinstance(ord, (str, int, float, np.integer,
+                                                                 np.floating)):
+        raise ArgumentError(f"Error in norm: ord must be a number or a string ('euclidean', "
+                            f"'fro'), got {describe(ord)}")
     if x.rank == 0:
         x = reshape(x, (1,))
     if axis is None:
@@ -399,6 +410,7 @@ def moments(x, axis=None, keep_dims=False):
     """
     x = as_float(x, "moments")
     axes = norm_axes(axis, x.rank, "moments")
+    keep_dims = flag(keep_dims, "keep_dims", "moments")
     _check_nonempty(x, axes, "moments")
     m = x.mean(axes, True)
     variance = x.squared_difference(m).mean(axes, keep_dims)

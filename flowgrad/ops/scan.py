@@ -10,6 +10,7 @@ import numpy as np
 
 from .. import dtypes
 from .. import engine as E
+from ..args import check_alloc, flag
 from ..errors import ArgumentError, DtypeError, ShapeError
 from ..names import Result
 from ._core import (as_int, as_numeric, as_tensor, binary_args, export, norm_axis, primitive,
@@ -50,7 +51,8 @@ def _scan_args(x, axis, exclusive, reverse, fn):
         raise ShapeError(f"{fn}() needs a tensor of rank >= 1 (it scans along an axis), got a "
                          f"scalar")
     a = norm_axis(axis, x.rank, fn) - x.rank        # negative: batch axes may be prepended
-    return x, {"axis": a, "exclusive": bool(exclusive), "reverse": bool(reverse)}
+    return x, {"axis": a, "exclusive": flag(exclusive, "exclusive", fn),
+               "reverse": flag(reverse, "reverse", fn)}
 
 
 # ---------------------------------------------------------------- cumsum
@@ -218,7 +220,8 @@ def topk(x, k=1, sorted=True):  # noqa: A002 - the TF.js name
     if k > last:
         raise ArgumentError(f"'k' passed to topk() must be <= the last dimension ({last}) "
                             f"but got {k}")
-    values, indices = E.run_kernel(_topk, (x,), {"k": k, "sorted": bool(sorted)})
+    values, indices = E.run_kernel(_topk, (x,), {"k": k,
+                                                 "sorted": flag(sorted, "sorted", "topk")})
     return Result(values=values, indices=indices)
 
 
@@ -271,6 +274,7 @@ def _bincount_args(x, weights, size, fn):
     size = as_int(size, "size", fn)
     if size < 0:
         raise ArgumentError(f"size must be non-negative, but got {size}.")
+    check_alloc((x.shape[0] if x.rank == 2 else 1, size), dtypes.float32, fn)
     if weights is None:
         weights = _tensor([], dtype="float32")
     w = as_numeric(weights, fn, "weights")
@@ -330,8 +334,8 @@ def dense_bincount(x, weights, size, binary_output=False):
         raise ShapeError(f"Error in denseBincount: input must be at most rank 2, but got "
                          f"rank {x.rank}." + (" (a scalar: give a 1-D tensor)" if not x.rank
                                               else ""))
-    return E.run_kernel(_dense_bincount, (x, w), {"size": size,
-                                                  "binary": bool(binary_output)})
+    binary = flag(binary_output, "binary_output", "denseBincount")
+    return E.run_kernel(_dense_bincount, (x, w), {"size": size, "binary": binary})
 
 
 # ---------------------------------------------------------------- sorted search

@@ -12,6 +12,7 @@ from .. import dtypes
 from .. import engine as E
 from ..errors import ArgumentError, ShapeError
 from ..tensor import Tensor
+from ..args import alive, as_number, check_alloc, norm_perm
 from ._core import as_ints, as_tensor, export, norm_axes, norm_axis, primitive
 
 
@@ -108,7 +109,7 @@ def reshape(x, shape):
         shape = (shape,)
     shape = as_ints(shape, "shape", "reshape")
     if shape == x.shape:
-        return x
+        return alive(x, _reshape)
     size = x.size
     if shape.count(-1) > 1:
         raise ShapeError(f"Shapes can only have 1 implicit size. Found -1 at dims "
@@ -220,15 +221,9 @@ def transpose(x, perm=None):
     """
     x = as_tensor(x, "transpose")
     r = x.rank
-    if perm is None:
-        perm = tuple(range(r - 1, -1, -1))
-    else:
-        perm = tuple(norm_axis(p, r, "transpose") for p in perm)
-        if sorted(perm) != list(range(r)):
-            raise ShapeError(f"Error in transpose: rank of input {r} must match length of "
-                             f"perm {list(perm)}, which must list every axis once.")
+    perm = norm_perm(perm, r, "transpose")
     if perm == tuple(range(r)):
-        return x
+        return alive(x, _transpose)
     return E.run_kernel(_transpose, (x,), {"perm": perm})
 
 
@@ -257,12 +252,13 @@ def broadcast_to(x, shape):
     x = as_tensor(x, "broadcast_to")
     shape = as_ints(shape, "shape", "broadcast_to()", 0)
     if shape == x.shape:
-        return x
+        return alive(x, _broadcast_to)
     lead = len(shape) - x.rank
     ok = lead >= 0 and all(s == d or s == 1 for s, d in zip(x.shape, shape[lead:]))
     if not ok:
         raise ShapeError(f"broadcast_to(): cannot broadcast a tensor of shape {x.shape} to "
                          f"{shape}: each axis must match or be 1")
+    check_alloc(shape, x.dtype, "broadcast_to()")
     return E.run_kernel(_broadcast_to, (x,), {"shape": shape})
 
 
@@ -455,7 +451,7 @@ def slice(x, begin, size=None):  # noqa: A001 - the TF.js name
                              f"a tensor of shape {x.shape} (axis {k}).")
         out.append(s)
     if tuple(out) == x.shape:
-        return x
+        return alive(x, _slice)
     return E.run_kernel(_slice, (x,), {"begin": tuple(begin), "size": tuple(out)})
 
 
@@ -488,7 +484,11 @@ def pad(x, paddings, constant_value=0):
     if len(pads) != x.rank or any(p < 0 for pp in pads for p in pp):
         raise ShapeError(f"pad(): paddings {[list(p) for p in pads]} must give one "
                          f"non-negative [before, after] pair per axis of x (rank {x.rank})")
-    return E.run_kernel(_pad, (x,), {"paddings": pads, "constant_value": constant_value})
+    check_alloc(tuple(n + lo + hi for n, (lo, hi) in zip(x.shape, pads)), x.dtype, "pad")
+    cv = constant_value
+    if type(cv) not in (int, float, bool):
+        cv = as_number(cv, "constant_value", "pad")
+    return E.run_kernel(_pad, (x,), {"paddings": pads, "constant_value": cv})
 
 
 # ---------------------------------------------------------------- reverse / tile
@@ -516,7 +516,7 @@ def reverse(x, axis=None):
     x = as_tensor(x, "reverse")
     axes = norm_axes(axis, x.rank, "reverse")
     if not axes:
-        return x
+        return alive(x, _reverse)
     return E.run_kernel(_reverse, (x,), {"axes": axes})
 
 
@@ -551,5 +551,6 @@ def tile(x, reps):
         raise ShapeError(f"Error in tile: reps {list(reps)} must have one non-negative entry "
                          f"per axis of x (rank {x.rank})")
     if all(r == 1 for r in reps):
-        return x
+        return alive(x, _tile)
+    check_alloc(tuple(n * r for n, r in zip(x.shape, reps)), x.dtype, "tile")
     return E.run_kernel(_tile, (x,), {"reps": reps})
