@@ -1,0 +1,221 @@
+"""TF.js's engine-level API: ``tf.engine()``, ``tf.get_gradient(kernel_name)`` and
+``tf.backend()``.
+
+``tf.engine`` is both things its name has meant: called, it returns TF.js's engine object
+(:class:`Engine`: ``start_scope`` / ``end_scope``, the closure-free form of ``tidy``); read,
+it is still the module ``flowgrad.engine`` (``tf.engine.run_kernel``,
+``from flowgrad import engine``). The package's own modules hold the module itself (they
+import it before the public name is set), so the hot path never goes through the wrapper.
+
+>>> import flowgrad as tf
+>>> tf.engine().start_scope()
+>>> y = tf.scalar(2).square()
+>>> tf.engine().end_scope(y)
+>>> y.item()
+4.0
+"""
+import functools
+import threading
+import types
+
+from . import engine as _E
+from .errors import ArgumentError, FlowgradError
+from .names import Result, camel_to_snake
+
+
+class _CamelCase:
+    """TF.js's camelCase method names (``startScope``) resolve to the snake_case ones."""
+
+    def __getattr__(self, name):
+        snake = camel_to_snake(name)
+        if snake != name and not name.startswith("_"):
+            try:
+                return object.__getattribute__(self, snake)
+            except AttributeError:
+                pass
+        raise AttributeError(f"'{type(self).__name__}' object has no attribute '{name}'")
+
+
+_open = threading.local()       # scopes this thread opened with start_scope, not yet ended
+
+
+class Engine(_CamelCase):
+    """What ``tf.engine()`` returns (TF.js's ``ENGINE``): scopes without a closure.
+
+    ``start_scope(name=None)`` opens a scope; ``end_scope(result=None)`` closes the
+    innermost one, disposing every tensor created in it except kept ones and those found
+    in ``result`` (nested lists, tuples and dicts), which move to the enclosing scope. The
+    pair does what ``tf.tidy(fn)`` does around ``fn``; scopes belong to the thread that
+    opened them. TF.js's ``startScope`` / ``endScope`` spellings work too.
+
+    >>> import flowgrad as tf
+    >>> before = tf.memory().num_tensors
+    >>> tf.engine().startScope("step")
+    >>> a = tf.scalar(3)
+    >>> b = a.square()
+    >>> tf.engine().endScope([b])
+    >>> a.is_disposed, b.is_disposed, tf.memory().num_tensors - before
+    (True, False, 1)
+    """
+
+    def start_scope(self, name=None):
+        """Open a scope (TF.js ``engine().startScope(name?)``); ``name`` is a string or
+        None. Close it with :meth:`end_scope`."""
+        if name is not None and not isinstance(name, str):
+            raise ArgumentError(f"engine().start_scope(name): name must be a string or None, "
+                                f"got {type(name).__name__}")
+        _E.begin_scope(name)
+        _open.depth = getattr(_open, "depth", 0) + 1
+
+    def end_scope(self, result=None):
+        """Close the innermost scope opened by :meth:`start_scope` (TF.js
+        ``engine().endScope(result?)``): its tensors are disposed, except kept ones and
+        those in ``result``, which move to the enclosing scope. Returns None."""
+        depth = getattr(_open, "depth", 0)
+        if depth == 0:
+            raise FlowgradError("engine().end_scope() was called without a matching "
+                                "engine().start_scope() in this thread: every end_scope "
+                                "closes one scope that start_scope opened (tf.tidy(fn) pairs "
+                                "them for you)")
+        _open.depth = depth - 1
+        _E.end_scope(result)
+
+    def __repr__(self):
+        return "<flowgrad engine: start_scope(name=None), end_scope(result=None)>"
+
+
+ENGINE = Engine()
+
+
+class _EngineModule(types.ModuleType):
+    """``tf.engine``: called, the :class:`Engine`; otherwise the module flowgrad.engine
+    (attribute reads, writes and deletions go to the module itself)."""
+
+    def __init__(self, module):
+        super().__init__(module.__name__, module.__doc__)
+        for k in ("__file__", "__spec__", "__loader__", "__package__"):
+            object.__setattr__(self, k, getattr(module, k, None))
+        object.__setattr__(self, "_fg_module", module)
+
+    def __call__(self):
+        return ENGINE
+
+    def __getattr__(self, name):
+        return getattr(object.__getattribute__(self, "_fg_module"), name)
+
+    def __setattr__(self, name, value):
+        setattr(self._fg_module, name, value)
+
+    def __delattr__(self, name):
+        delattr(self._fg_module, name)
+
+    def __dir__(self):
+        return dir(self._fg_module)
+
+    def __repr__(self):
+        return (f"<module 'flowgrad.engine' (call it: tf.engine() is TF.js's engine object) "
+                f"from {self.__file__!r}>")
+
+
+def wrap_engine_module(module):
+    """The public ``tf.engine`` for the module flowgrad.engine. (Made in flowgrad/__init__.py,
+    not here: documentation tools that inspect this module would take a module-type
+    attribute for this module's contents.)"""
+    return _EngineModule(module)
+
+
+# ---------------------------------------------------------------- get_gradient
+
+class GradConfig(Result):
+    """A kernel's registered gradient (TF.js's ``GradConfig``); see :func:`get_gradient`."""
+
+
+def _callable_rule(prim):
+    rule = prim.vjp
+    if not prim.vjp_needs:
+        return rule
+
+    # rules that skip unwanted gradients take ``needs``: called by hand, every input wants one
+    @functools.wraps(rule)
+    def grad_func(dy, *args, needs=None, **attrs):
+        if needs is None:
+            needs = (True,) * max(len(args), len(prim.arg_names))
+        return rule(dy, *args, needs=needs, **attrs)
+    return grad_func
+
+
+def get_gradient(kernel_name):
+    """The gradient registered for kernel ``kernel_name`` (TF.js ``tf.getGradient``), or
+    None for an unknown kernel or one without a gradient (TF.js: ``undefined``).
+
+    Kernel names are TF.js's (``"Square"``, ``"BatchMatMul"``, ``"Conv2D"``). The result
+    has ``kernel_name``; ``grad_func``, the rule: ``grad_func(dy, *inputs, [*outputs],
+    **attrs)`` returns one gradient per input (a bare tensor for one input, None for no
+    contribution), written with flowgrad ops, so it is differentiable itself;
+    ``save_all_inputs`` (always True: every rule receives all its kernel's inputs); and
+    ``save_outputs`` (the rule also receives the outputs). camelCase keys (``gradFunc``,
+    ``kernelName``) work too. Non-differentiable kernels (comparisons, ``ArgMax``...)
+    contribute zero gradient and have no registered gradient.
+
+    >>> import flowgrad as tf
+    >>> cfg = tf.get_gradient("Square")
+    >>> cfg.kernel_name, cfg.save_outputs
+    ('Square', False)
+    >>> cfg.grad_func(tf.scalar(1), tf.scalar(3)).item()
+    6.0
+    >>> tf.get_gradient("Greater") is None, tf.get_gradient("NoSuchKernel") is None
+    (True, True)
+    """
+    if not isinstance(kernel_name, str):
+        raise ArgumentError(f"get_gradient(kernel_name): kernel_name must be a string (a TF.js "
+                            f"kernel name such as 'Square'), got {type(kernel_name).__name__}")
+    from .ops import PRIMITIVES
+    prim = PRIMITIVES.get(kernel_name)
+    if prim is None or prim.vjp is None:
+        return None
+    return GradConfig(kernel_name=kernel_name, grad_func=_callable_rule(prim),
+                      save_all_inputs=True, save_outputs=bool(prim.save_y))
+
+
+# ---------------------------------------------------------------- backend()
+
+class KernelBackend(_CamelCase):
+    """The active backend, as ``tf.backend()`` gives it (TF.js's ``KernelBackend``): its
+    ``name``, ``float_precision()`` and ``epsilon()``.
+
+    >>> import flowgrad as tf
+    >>> b = tf.backend()
+    >>> b.name, b.float_precision(), b.epsilon(), b.floatPrecision()
+    ('numpy', 32, 1e-07, 32)
+    """
+
+    def __init__(self, name):
+        self.name = name
+
+    def float_precision(self):
+        """32: float32 is every backend's default dtype (TF.js: 32 on cpu, 16 on some
+        WebGL devices). float64 tensors work too; they do not change this."""
+        return 32
+
+    def epsilon(self):
+        """The small constant numerical guards use: 1e-7, TF.js's epsilon for float32
+        backends (TF.js gives 1e-4 at float precision 16). The optimizers' default epsilon
+        is this value."""
+        from .train.fused import EPSILON
+        return EPSILON
+
+    def __repr__(self):
+        return f"<flowgrad backend '{self.name}': float_precision 32, epsilon 1e-07>"
+
+
+def backend():
+    """The active backend (TF.js ``tf.backend()``): a :class:`KernelBackend` with its
+    ``name``, ``float_precision()`` (32) and ``epsilon()`` (1e-7, TF.js's cpu value, which
+    the optimizers use as their default epsilon). ``tf.get_backend()`` gives the name alone.
+
+    >>> import flowgrad as tf
+    >>> tf.backend().epsilon()
+    1e-07
+    """
+    from .backends import get_backend
+    return KernelBackend(get_backend())

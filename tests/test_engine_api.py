@@ -1,0 +1,162 @@
+"""TF.js's engine-level API: tf.engine() with start_scope/end_scope (tf.engine still reads as
+the module flowgrad.engine), tf.get_gradient(kernel_name), tf.backend().epsilon(); their
+camelCase spellings and error messages."""
+import re
+import threading
+import types
+
+import numpy as np
+import pytest
+
+import flowgrad as tf
+from flowgrad.errors import ArgumentError, FlowgradError
+
+
+# ---------------------------------------------------------------- tf.engine()
+
+def test_engine_is_callable_and_still_the_engine_module():
+    import flowgrad.engine
+    from flowgrad import engine as E
+    import sys
+    real = sys.modules["flowgrad.engine"]
+    assert isinstance(tf.engine(), tf.Engine) and tf.engine() is tf.engine()
+    assert isinstance(tf.engine, types.ModuleType) and flowgrad.engine is tf.engine
+    # reads, writes and deletions reach the module itself
+    assert E.run_kernel is real.run_kernel and E.memory is tf.memory
+    assert E.__name__ == "flowgrad.engine" and E.__file__ == real.__file__
+    E._fg_test_attribute = 1
+    try:
+        assert real._fg_test_attribute == 1
+    finally:
+        del E._fg_test_attribute
+    assert not hasattr(real, "_fg_test_attribute")
+    assert "run_kernel" in dir(E) and "call it" in repr(tf.engine)
+    # the package's modules hold the module itself (no wrapper on the hot path)
+    from flowgrad.ops import _core
+    assert _core.E is real
+
+
+def test_start_and_end_scope_dispose_like_tidy():
+    before = tf.memory().num_tensors
+    eng = tf.engine()
+    eng.start_scope()
+    a = tf.scalar(2)
+    b = a.square()
+    c = tf.keep(a.add(1))
+    eng.end_scope({"b": b})
+    assert a.is_disposed and not b.is_disposed and not c.is_disposed
+    assert tf.memory().num_tensors - before == 2
+    with pytest.raises(tf.DisposedError, match="Tensor is disposed"):
+        a.square()
+    tf.dispose([b, c])
+    assert tf.memory().num_tensors == before
+
+
+def test_scopes_nest_with_tidy_and_camel_case():
+    eng = tf.engine()
+    eng.startScope("outer")
+    inner = []
+
+    def f():
+        eng.start_scope("inner")
+        t = tf.scalar(1).add(1)
+        inner.append(tf.scalar(5))
+        eng.end_scope(t)          # t moves to tidy's scope, which returns it
+        return t
+    kept = tf.tidy(f)
+    assert inner[0].is_disposed and not kept.is_disposed
+    eng.endScope()                # kept was created in 'outer' (moved there by tidy)
+    assert kept.is_disposed
+
+
+def test_end_scope_without_start_scope():
+    with pytest.raises(FlowgradError, match=re.escape(
+            "engine().end_scope() was called without a matching engine().start_scope() in "
+            "this thread")):
+        tf.engine().end_scope()
+    with pytest.raises(ArgumentError, match=re.escape(
+            "engine().start_scope(name): name must be a string or None, got int")):
+        tf.engine().start_scope(3)
+    with pytest.raises(AttributeError, match="'Engine' object has no attribute 'startScop'"):
+        tf.engine().startScop
+
+
+def test_scopes_belong_to_their_thread():
+    errors = []
+
+    def worker():
+        try:
+            tf.engine().end_scope()
+        except FlowgradError as e:
+            errors.append(e)
+    tf.engine().start_scope()
+    try:
+        t = threading.Thread(target=worker)
+        t.start()
+        t.join()
+    finally:
+        tf.engine().end_scope()
+    assert len(errors) == 1
+
+
+# ---------------------------------------------------------------- tf.get_gradient
+
+def test_get_gradient_returns_the_registered_rule():
+    cfg = tf.getGradient("Square")
+    assert cfg.kernel_name == "Square" and cfg.kernelName == "Square"
+    assert cfg["save_all_inputs"] is True and cfg.save_outputs is False
+    x = tf.scalar(3.0)
+    assert cfg.gradFunc(tf.scalar(2.0), x).item() == 12.0
+    # a rule that reads its output, and a two-input rule (one gradient per input)
+    assert tf.get_gradient("Exp").save_outputs is True
+    ga, gb = tf.get_gradient("Multiply").grad_func(tf.scalar(1.0), tf.scalar(2.0),
+                                                  tf.scalar(5.0))
+    assert (ga.item(), gb.item()) == (5.0, 2.0)
+    # a rule that takes needs= works when called by hand, with attributes as keywords
+    conv = tf.get_gradient("Conv2D")
+    assert conv is not None
+    x4, w = tf.ones([1, 3, 3, 1]), tf.ones([2, 2, 1, 1])
+    y = tf.conv2d(x4, w, 1, "valid")
+    geo = None
+    from flowgrad.ops import conv as C
+    geo = C.geometry("conv2d", (3, 3), (2, 2), (1, 1), (1, 1), "valid")
+    dx, dw = conv.grad_func(tf.ones_like(y), x4, w, geo=geo)
+    np.testing.assert_array_equal(dx.numpy().ravel(), [1, 2, 1, 2, 4, 2, 1, 2, 1])
+    np.testing.assert_array_equal(dw.numpy().ravel(), [4, 4, 4, 4])
+    # the rule is written in flowgrad ops: it is differentiable
+    g2 = tf.grad(lambda v: cfg.grad_func(tf.scalar(1.0), v))(x)
+    assert g2.item() == 2.0
+
+
+def test_get_gradient_of_kernels_without_one():
+    assert tf.get_gradient("Greater") is None          # non-differentiable: zero gradient
+    assert tf.get_gradient("NoSuchKernel") is None
+    assert tf.get_gradient("square") is None           # kernel names are TF.js's
+    with pytest.raises(ArgumentError, match=re.escape(
+            "get_gradient(kernel_name): kernel_name must be a string (a TF.js kernel name "
+            "such as 'Square'), got Tensor")):
+        tf.get_gradient(tf.scalar(1))
+
+
+def test_get_gradient_covers_new_kernels():
+    assert tf.get_gradient("Dilation2D").kernel_name == "Dilation2D"
+
+
+# ---------------------------------------------------------------- tf.backend()
+
+def test_backend_epsilon_and_precision():
+    b = tf.backend()
+    assert b.epsilon() == 1e-7 and b.float_precision() == 32
+    assert b.floatPrecision() == 32 and b.name == tf.get_backend() == "numpy"
+    assert isinstance(b, tf.KernelBackend) and "epsilon 1e-07" in repr(b)
+    # the optimizers' default epsilon is the backend's
+    assert tf.train.adam(0.1).epsilon == tf.backend().epsilon()
+    with pytest.raises(AttributeError, match="'KernelBackend' object has no attribute"):
+        b.floatPrecisio
+
+
+def test_public_names_and_camel_case():
+    for name in ("engine", "get_gradient", "backend", "Engine", "KernelBackend"):
+        assert name in tf.__all__
+    assert tf.getGradient is tf.get_gradient
+    assert tf.engine().startScope == tf.engine().start_scope
