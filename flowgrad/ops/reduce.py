@@ -58,7 +58,8 @@ def sum(x, axis=None, keep_dims=False):  # noqa: A001 - the TF.js name
     """
     x = as_tensor(x, "sum")
     axes = norm_axes(axis, x.rank, "sum")
-    return E.run_kernel(_sum, (x,), {"axes": axes, "keep_dims": flag(keep_dims, "keep_dims", "sum")})
+    return E.run_kernel(_sum, (x,), {"axes": axes,
+                                     "keep_dims": flag(keep_dims, "keep_dims", "sum")})
 
 
 @primitive("Mean", batch=True)

@@ -3,7 +3,8 @@
 Written with flowgrad ops, so clipping inside a loss stays differentiable; a zero tensor is
 handled without a 0/0 in the value or the gradient.
 """
-from ..errors import ArgumentError
+from ..args import as_number, norm_axes
+from ..errors import ArgumentError, ShapeError
 from ..ops import OPS
 from ..tensor import Tensor, convert
 
@@ -28,9 +29,8 @@ def clip_by_norm(t, clip_norm, axes=None):
         [0.6, 0.8]
     """
     t = convert(t, "t", "clip_by_norm")
-    c = float(clip_norm)
-    if not c > 0:
-        raise ArgumentError(f"clip_by_norm(): clip_norm must be positive, got {clip_norm}")
+    c = as_number(clip_norm, "clip_norm", "clip_by_norm()", positive=True)
+    axes = norm_axes(axes, t.rank, "clip_by_norm", "axes")
     norm = _safe_norm(t, axes, True)
     return t * c / norm.maximum(c)
 
@@ -42,9 +42,13 @@ def global_norm(tensors):
     >>> tf.global_norm([tf.tensor([3.0]), tf.tensor([4.0])]).item()
     5.0
     """
-    ts = _tensors(tensors, "global_norm")
+    return _global_norm(tensors, "global_norm")
+
+
+def _global_norm(tensors, fn):
+    ts = _tensors(tensors, fn)
     if not ts:
-        raise ArgumentError("global_norm() needs at least one tensor")
+        raise ArgumentError(f"{fn}() needs at least one tensor")
     total = None
     for t in ts:
         s = t.square().sum()
@@ -64,12 +68,14 @@ def clip_by_global_norm(tensors, clip_norm, use_norm=None):
     """
     if isinstance(tensors, Tensor) or not isinstance(tensors, (list, tuple)):
         raise ArgumentError("clip_by_global_norm() takes a list of tensors")
-    c = float(clip_norm)
-    if not c > 0:
-        raise ArgumentError(f"clip_by_global_norm(): clip_norm must be positive, got "
-                            f"{clip_norm}")
-    norm = global_norm(tensors) if use_norm is None else convert(use_norm, "use_norm",
-                                                                   "clip_by_global_norm")
+    c = as_number(clip_norm, "clip_norm", "clip_by_global_norm()", positive=True)
+    if use_norm is None:
+        norm = _global_norm(tensors, "clip_by_global_norm")
+    else:
+        norm = convert(use_norm, "use_norm", "clip_by_global_norm")
+        if norm.size != 1:
+            raise ShapeError(f"clip_by_global_norm(): use_norm must be one number (a global "
+                             f"norm), got a tensor of shape {list(norm.shape)}")
     # c * min(1/norm, 1/c): 1 when the norm is small, c/norm otherwise (NaN if norm is)
     scale = (norm.reciprocal().minimum(1.0 / c)) * c
     out = [None if t is None else convert(t, f"tensors[{i}]", "clip_by_global_norm") * scale

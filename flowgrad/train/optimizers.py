@@ -12,11 +12,12 @@ import warnings
 
 from .. import dtypes
 from .. import engine as E
+from ..args import as_int, as_number, describe, flag
 from ..errors import ArgumentError, FlowgradError, JitError, ShapeError
 from ..gradients import variable_grads
 from ..names import Result, camel_to_snake
 from ..ops import OPS
-from ..tensor import Tensor, Variable, _VARIABLES, convert, slot_variable
+from ..tensor import Variable, _VARIABLES, convert, slot_variable
 from .clipping import clip_by_global_norm, clip_by_norm
 
 from . import fused
@@ -49,7 +50,7 @@ class Optimizer:
         self._learning_rate = _check_lr(learning_rate, self.class_name)
         for name, v in (("clip_value", clip_value), ("clip_norm", clip_norm),
                         ("global_clip_norm", global_clip_norm)):
-            if v is not None and not float(v) > 0:
+            if v is not None and not as_number(v, name, f"{self.class_name}Optimizer") > 0:
                 raise ArgumentError(f"{name} must be positive, got {v}")
         self.clip_value = clip_value
         self.clip_norm = clip_norm
@@ -139,11 +140,15 @@ class Optimizer:
         """Restore what ``get_weights()`` returned: the first entry is the iteration count,
         the others are matched to slots by their ``<var>/<slot>`` names."""
         self._check_alive()
+        if not isinstance(weights, (list, tuple)):
+            raise ArgumentError(f"{self.class_name}.set_weights() takes the list that "
+                                f"get_weights() returns, got {describe(weights)}")
         entries = [_named(w) for w in weights]
         if not entries:
             raise ArgumentError("set_weights() needs at least the iteration count")
         name, it = entries[0]
-        self.iterations = int(it.item() if isinstance(it, Tensor) else it)
+        self.iterations = as_int(it, "the iteration count (the first entry)",
+                                 f"{self.class_name}.set_weights()", 0)
         for name, t in entries[1:]:
             if name is None or "/" not in name:
                 raise ArgumentError(f"{self.class_name}.set_weights(): entries after the first "
@@ -204,6 +209,7 @@ class Optimizer:
         return entry[1]
 
     def _apply(self, pairs, skip_nonfinite, loss=None):
+        skip_nonfinite = _option(skip_nonfinite, "skip_nonfinite", self)
         pairs = [(v, _grad_for(v, g)) for v, g in pairs]
         pairs = self._clip(pairs)
         if self.monitor is not None:
@@ -338,8 +344,18 @@ def _grad_for(var, g):
 
 # ---------------------------------------------------------------- the optimizers
 
-def _eps(epsilon):
-    return EPSILON if epsilon is None else float(epsilon)
+def _eps(epsilon, opt):
+    return EPSILON if epsilon is None else _hyper(epsilon, "epsilon", opt)
+
+
+def _hyper(v, what, opt):
+    """A hyperparameter of optimizer ``opt``: a finite number (a one-element tensor too)."""
+    return as_number(v, what, f"{opt.class_name}Optimizer", finite=True)
+
+
+def _option(v, what, opt):
+    """A bool option of optimizer ``opt``."""
+    return flag(v, what, f"{opt.class_name}Optimizer")
 
 
 class SGDOptimizer(Optimizer):
@@ -358,13 +374,13 @@ class MomentumOptimizer(Optimizer):
 
     def __init__(self, learning_rate, momentum, use_nesterov=False, **clip):
         super().__init__(learning_rate, **clip)
-        self.momentum = float(momentum)
-        self.use_nesterov = bool(use_nesterov)
+        self.momentum = _hyper(momentum, "momentum", self)
+        self.use_nesterov = _option(use_nesterov, "use_nesterov", self)
 
     def set_momentum(self, momentum):
         """Change the momentum from the next step on (TF.js ignores this; flowgrad does
         not)."""
-        self.momentum = float(momentum)
+        self.momentum = _hyper(momentum, "momentum", self)
 
     def _slot_init(self, var):
         return {"momentum": OPS["zeros_like"](var)}
@@ -386,7 +402,8 @@ class AdagradOptimizer(Optimizer):
 
     def __init__(self, learning_rate, initial_accumulator_value=0.1, **clip):
         super().__init__(learning_rate, **clip)
-        self.initial_accumulator_value = float(initial_accumulator_value)
+        self.initial_accumulator_value = _hyper(initial_accumulator_value,
+                                                "initial_accumulator_value", self)
 
     def _slot_init(self, var):
         return {"accumulator": OPS["fill"](var.shape, self.initial_accumulator_value,
@@ -410,9 +427,10 @@ class AdadeltaOptimizer(Optimizer):
     def __init__(self, learning_rate=0.001, rho=0.95, epsilon=None,
                  use_updated_accumulator=False, **clip):
         super().__init__(learning_rate, **clip)
-        self.rho = float(rho)
-        self.epsilon = _eps(epsilon)
-        self.use_updated_accumulator = bool(use_updated_accumulator)
+        self.rho = _hyper(rho, "rho", self)
+        self.epsilon = _eps(epsilon, self)
+        self.use_updated_accumulator = _option(use_updated_accumulator,
+                                               "use_updated_accumulator", self)
 
     def _slot_init(self, var):
         return {"accum_grad": OPS["zeros_like"](var), "accum_var": OPS["zeros_like"](var)}
@@ -438,9 +456,9 @@ class AdamOptimizer(Optimizer):
 
     def __init__(self, learning_rate=0.001, beta1=0.9, beta2=0.999, epsilon=None, **clip):
         super().__init__(learning_rate, **clip)
-        self.beta1 = float(beta1)
-        self.beta2 = float(beta2)
-        self.epsilon = _eps(epsilon)
+        self.beta1 = _hyper(beta1, "beta1", self)
+        self.beta2 = _hyper(beta2, "beta2", self)
+        self.epsilon = _eps(epsilon, self)
 
     def _slot_init(self, var):
         return {"m": OPS["zeros_like"](var), "v": OPS["zeros_like"](var)}
@@ -469,7 +487,7 @@ class AdamWOptimizer(AdamOptimizer):
     def __init__(self, learning_rate=0.001, weight_decay=0.01, beta1=0.9, beta2=0.999,
                  epsilon=None, **clip):
         super().__init__(learning_rate, beta1, beta2, epsilon, **clip)
-        self.weight_decay = float(weight_decay)
+        self.weight_decay = _hyper(weight_decay, "weight_decay", self)
 
     def _update(self, var, g, slots, lr):
         m_hat, v_hat = self._moments(g, slots)
@@ -487,10 +505,10 @@ class AdamaxOptimizer(Optimizer):
     def __init__(self, learning_rate=0.002, beta1=0.9, beta2=0.999, epsilon=None, decay=0.0,
                  **clip):
         super().__init__(learning_rate, **clip)
-        self.beta1 = float(beta1)
-        self.beta2 = float(beta2)
-        self.epsilon = _eps(epsilon)
-        self.decay = float(decay)
+        self.beta1 = _hyper(beta1, "beta1", self)
+        self.beta2 = _hyper(beta2, "beta2", self)
+        self.epsilon = _eps(epsilon, self)
+        self.decay = _hyper(decay, "decay", self)
 
     def _slot_init(self, var):
         return {"m": OPS["zeros_like"](var), "u": OPS["zeros_like"](var)}
@@ -515,10 +533,10 @@ class RMSPropOptimizer(Optimizer):
     def __init__(self, learning_rate, decay=0.9, momentum=0.0, epsilon=None, centered=False,
                  **clip):
         super().__init__(learning_rate, **clip)
-        self.decay = float(decay)
-        self.momentum = float(momentum)
-        self.epsilon = _eps(epsilon)
-        self.centered = bool(centered)
+        self.decay = _hyper(decay, "decay", self)
+        self.momentum = _hyper(momentum, "momentum", self)
+        self.epsilon = _eps(epsilon, self)
+        self.centered = _option(centered, "centered", self)
 
     @property
     def slot_names(self):

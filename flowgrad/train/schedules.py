@@ -3,6 +3,7 @@ optimizer takes a learning rate. ``step`` is the optimizer's ``iterations`` (0 o
 update)."""
 import math
 
+from ..args import as_ints, as_number, describe, flag
 from ..errors import ArgumentError
 
 
@@ -21,17 +22,20 @@ class Schedule:
 
 
 def _positive(v, what, fn):
-    if not v > 0:
-        raise ArgumentError(f"{fn}(): {what} must be positive, got {v}")
-    return v
+    return as_number(v, what, f"{fn}()", finite=True, positive=True)
+
+
+def _rate(v, what, fn):
+    return as_number(v, what, f"{fn}()", finite=True)
 
 
 class ExponentialDecay(Schedule):
     def __init__(self, initial_learning_rate, decay_steps, decay_rate, staircase=False):
-        self.initial_learning_rate = float(initial_learning_rate)
-        self.decay_steps = _positive(decay_steps, "decay_steps", "exponential_decay")
-        self.decay_rate = float(decay_rate)
-        self.staircase = bool(staircase)
+        fn = "exponential_decay"
+        self.initial_learning_rate = _rate(initial_learning_rate, "initial_learning_rate", fn)
+        self.decay_steps = _positive(decay_steps, "decay_steps", fn)
+        self.decay_rate = _rate(decay_rate, "decay_rate", fn)
+        self.staircase = flag(staircase, "staircase", f"{fn}()")
 
     def __call__(self, step):
         p = step / self.decay_steps
@@ -42,9 +46,10 @@ class ExponentialDecay(Schedule):
 
 class CosineDecay(Schedule):
     def __init__(self, initial_learning_rate, decay_steps, alpha=0.0):
-        self.initial_learning_rate = float(initial_learning_rate)
-        self.decay_steps = _positive(decay_steps, "decay_steps", "cosine_decay")
-        self.alpha = float(alpha)
+        fn = "cosine_decay"
+        self.initial_learning_rate = _rate(initial_learning_rate, "initial_learning_rate", fn)
+        self.decay_steps = _positive(decay_steps, "decay_steps", fn)
+        self.alpha = _rate(alpha, "alpha", fn)
 
     def __call__(self, step):
         p = min(step, self.decay_steps) / self.decay_steps
@@ -54,8 +59,12 @@ class CosineDecay(Schedule):
 
 class PiecewiseConstant(Schedule):
     def __init__(self, boundaries, values):
-        self.boundaries = [int(b) for b in boundaries]
-        self.values = [float(v) for v in values]
+        self.boundaries = list(as_ints(boundaries, "boundaries", "piecewise_constant()"))
+        if not isinstance(values, (list, tuple)):
+            raise ArgumentError(f"piecewise_constant(): values must be a list of numbers, got "
+                                f"{describe(values)}")
+        self.values = [_rate(v, f"values[{i}]", "piecewise_constant")
+                       for i, v in enumerate(values)]
         if len(self.values) != len(self.boundaries) + 1:
             raise ArgumentError(f"piecewise_constant(): values must have one more entry than "
                                 f"boundaries ({len(self.boundaries)} boundaries, "
@@ -72,9 +81,10 @@ class PiecewiseConstant(Schedule):
 
 class Warmup(Schedule):
     def __init__(self, schedule, warmup_steps, initial_learning_rate=0.0):
-        self.schedule = schedule
+        self.schedule = schedule if callable(schedule) else _rate(schedule, "schedule", "warmup")
         self.warmup_steps = _positive(warmup_steps, "warmup_steps", "warmup")
-        self.initial_learning_rate = float(initial_learning_rate)
+        self.initial_learning_rate = _rate(initial_learning_rate, "initial_learning_rate",
+                                           "warmup")
 
     def __call__(self, step):
         target = self.schedule(0) if callable(self.schedule) else float(self.schedule)
