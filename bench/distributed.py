@@ -3,10 +3,10 @@
 tf.distributed on N ranks (each on 128/N rows) against one process on the whole batch.
 
 Prints medians over the steps: the step time, the all-reduce time inside the step
-(DistributedOptimizer's pack + Allreduce + unpack of the 269,322 gradient floats and the
-loss, in one buffer) and, in a second run of steps with a Barrier before each reduction,
-that time split into waiting for the slower rank (on a busy machine, most of it) and the
-transfer; then the same reduction done alone: the buffer API into a reused buffer,
+(DistributedOptimizer's arrival header, pack + Allreduce + unpack of the 269,322 gradient
+floats and the loss, in one buffer) and, in a second run of steps with a Barrier before
+each reduction, that time split into waiting for the slower rank (on a busy machine, most
+of it) and the transfer (the header, which checks the ranks are in step, included); then the same reduction done alone: the buffer API into a reused buffer,
 tf.distributed.all_reduce, the buffer API one call per variable, and mpi4py's pickle API
 (lowercase ``allreduce``). BLAS is kept single-threaded (OMP_NUM_THREADS=1) so ranks do
 not fight over cores. Needs mpi4py and mpiexec (``pip install 'flowgrad[mpi]'``).
@@ -77,15 +77,16 @@ def _split(opt, loss, steps):
     """The in-step all-reduce split in two: waiting at a Barrier for the slower rank, and
     the transfer itself (pack, Allreduce, unpack). Medians over steps."""
     from mpi4py import MPI
-    bucket, comm = opt._bucket, MPI.COMM_WORLD
-    reduce, waits = bucket.reduce, []
+    from flowgrad.distributed import sync
+    comm = MPI.COMM_WORLD
+    enter, waits = sync.enter, []
 
-    def timed_reduce(state, op):
+    def timed_enter(*args, **kwargs):      # the header waits for the slower rank: wait first
         t0 = time.perf_counter()
         comm.Barrier()
         waits.append(time.perf_counter() - t0)
-        reduce(state, op)
-    bucket.reduce = timed_reduce
+        enter(*args, **kwargs)
+    sync.enter = timed_enter
     transfer = []
     try:
         for _ in range(steps):
@@ -93,7 +94,7 @@ def _split(opt, loss, steps):
             opt.minimize(loss)
             transfer.append(opt.comm_seconds - c0 - waits[-1])
     finally:
-        del bucket.reduce
+        sync.enter = enter
     return {"wait_ms": 1e3 * statistics.median(waits),
             "transfer_ms": 1e3 * statistics.median(transfer)}
 
@@ -115,6 +116,7 @@ def _alone(tf, grads, reps):
             ts.append(time.perf_counter() - t0)
         res[name] = 1e3 * statistics.median(ts)
     timed("bucket_ms", lambda: comm.Allreduce(MPI.IN_PLACE, flat, op=MPI.SUM))
+    timed("barrier_ms", tf.distributed.barrier)          # the header alone
     timed("per_variable_ms", lambda: [comm.Allreduce(MPI.IN_PLACE, g, op=MPI.SUM)
                                       for g in grads])
     timed("pickle_ms", lambda: comm.allreduce(grads, op=_add_lists))
@@ -164,6 +166,7 @@ def main(argv=None):
     print(f"{'    + transfer (pack, Allreduce, unpack)':48} {many['transfer_ms']:8.3f} ms")
     for key, label in (("bucket_ms", "Allreduce alone, one reused buffer"),
                        ("all_reduce_api_ms", "tf.distributed.all_reduce(6 tensors)"),
+                       ("barrier_ms", "tf.distributed.barrier (the header alone)"),
                        ("per_variable_ms", "Allreduce alone, one call per variable"),
                        ("pickle_ms", "pickle allreduce (lowercase API)")):
         print(f"{'  ' + label:48} {many[key]:8.3f} ms")

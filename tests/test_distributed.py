@@ -148,6 +148,52 @@ def test_ranks_disagreeing_on_shapes_get_a_clear_error(mpiexec):
     assert "Every rank must train the same variables" in log, log
 
 
+# ---------------------------------------------------------------- faults end the job
+# tests/mpi/faults.py runs with init(timeout=10); rank 1 misbehaves at step 5, while rank 0
+# enters the gradient all-reduce of DistributedOptimizer step 6 (collective #7).
+
+@pytest.mark.parametrize("mode", ["exit0", "exit1", "return"])
+def test_a_rank_that_ends_early_ends_the_job_at_once(mpiexec, mode):
+    rc, log = run_ranks(mpiexec, "faults.py", mode, timeout=60)
+    assert rc != 0, log
+    assert ("[rank 0/2] rank 1 left the job (sys.exit() or the end of its script) after 6 "
+            "collective(s), while rank 0 waits for it in the gradient all-reduce of "
+            "DistributedOptimizer step 6") in log, log
+    assert "(collective #7): it will never arrive" in log, log
+    assert "finished" not in log and "timeout" not in log, log
+
+
+@pytest.mark.slow          # waits out the 10 s timeout: ~14 s
+def test_a_stalled_rank_ends_the_job_after_the_timeout(mpiexec):
+    rc, log = run_ranks(mpiexec, "faults.py", "sleep", timeout=60)
+    assert rc != 0, log
+    assert ("[rank 0/2] timeout: the gradient all-reduce of DistributedOptimizer step 6 "
+            "(4 variables, 195 values), at global batch 1 of epoch 1 (collective #7) did not "
+            "complete within timeout=10 s: rank 1 did not arrive (rank 0 waited in it)") in log, \
+        log
+    assert "init(timeout=...)" in log and "finished" not in log, log
+
+
+def test_a_rank_that_skips_a_batch_is_out_of_step(mpiexec):
+    rc, log = run_ranks(mpiexec, "faults.py", "skip")
+    assert rc != 0, log
+    assert ("DistributedError: ranks are out of step at collective #7: rank 0 is in the "
+            "gradient all-reduce of DistributedOptimizer step 6 (4 variables, 195 values), at "
+            "global batch 1 of epoch 1; rank 1 is in the gradient all-reduce of "
+            "DistributedOptimizer step 6 (4 variables, 195 values), at global batch 2 of "
+            "epoch 1. Every rank must make the same collective calls") in log, log
+    assert "would average misaligned gradients" in log and "finished" not in log, log
+
+
+def test_a_rank_with_an_extra_collective_is_out_of_step(mpiexec):
+    rc, log = run_ranks(mpiexec, "faults.py", "extra")
+    assert rc != 0, log
+    assert ("ranks are out of step at collective #7: rank 0 is in the gradient all-reduce of "
+            "DistributedOptimizer step 6") in log, log
+    assert ("rank 1 is in all_reduce(op='mean') of 1 tensor: () float32 after "
+            "DistributedOptimizer step 5") in log, log
+
+
 # ---------------------------------------------------------------- one process
 
 def test_size_one_without_mpi():
@@ -273,6 +319,34 @@ def test_launched_under_mpi_without_mpi4py_names_the_extra(monkeypatch):
     assert "each rank would train alone" in str(e.value)
     with pytest.raises(MPIUnavailableError, match="use_mpi=True"):
         tf.distributed.init(use_mpi=True)
+
+
+def test_init_timeout_default_and_errors(monkeypatch):
+    from flowgrad.distributed import runtime, sync
+    monkeypatch.setattr(runtime, "_state", runtime._State())
+    assert tf.distributed.init().size == 1 and runtime._state.timeout == sync.DEFAULT_TIMEOUT
+    assert sync.DEFAULT_TIMEOUT == 1800
+    tf.distributed.init(timeout=10)               # a later call sets it
+    assert runtime._state.timeout == 10.0
+    tf.distributed.init()                         # and a call without it keeps it
+    assert runtime._state.timeout == 10.0
+    tf.distributed.init(timeout=None)
+    assert runtime._state.timeout is None
+    for bad in (0, -1, "10", True, float("nan")):
+        with pytest.raises(tf.ArgumentError, match=r"timeout must be a number of seconds > "
+                                                   r"0, or None to wait forever"):
+            tf.distributed.init(timeout=bad)
+
+
+def test_layout_codes_are_the_same_in_every_process():
+    from flowgrad.distributed import sync
+    code = sync.layout_code([((8, 16), np.float32), ((), np.float32)])
+    out = subprocess.run([sys.executable, "-c", "import numpy as np; from flowgrad."
+                          "distributed import sync; print(sync.layout_code([((8, 16), "
+                          "np.float32), ((), np.float32)]))"], capture_output=True,
+                         text=True, timeout=60, env=dict(_mpi_env(), PYTHONHASHSEED="7"))
+    assert out.stdout.strip() == str(code), out.stderr
+    assert code != sync.layout_code([((8, 12), np.float32), ((), np.float32)])
 
 
 def test_guard_and_abort_single_process(capsys):

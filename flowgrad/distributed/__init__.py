@@ -16,7 +16,9 @@ ranks before each update (Horovod's pattern, on MPI). The loop::
 
 mpi4py is optional (``pip install 'flowgrad[mpi]'``) and imported only when the process was
 launched under MPI. An uncaught exception on any rank aborts the whole job with that
-rank's traceback (``init()`` installs the hook; ``guard()`` for code that catches).
+rank's traceback (``init()`` installs the hook; ``guard()`` for code that catches); so do a
+rank that ends while others wait in a collective, a collective not reached by every rank
+within ``init(timeout=...)`` (default 30 min), and ranks out of step (sync.py).
 """
 from ..names import camel_to_snake as _camel_to_snake
 from .collectives import all_reduce, broadcast, broadcast_variables

@@ -2,8 +2,11 @@
 into preallocated NumPy buffers; the pickle-based lowercase API is ~15x slower).
 
 Many tensors travel as ONE flat buffer per dtype (a bucket), not one MPI call per tensor;
-the bucket is kept and reused while the layout (shapes, dtypes) stays the same.
+the bucket is kept and reused while the layout (shapes, dtypes) stays the same. Each
+collective first waits for every rank with the deadline and checks they are in step
+(sync.enter), then moves the data on flowgrad's own duplicate of COMM_WORLD.
 """
+import zlib
 from collections import OrderedDict
 
 import numpy as np
@@ -12,6 +15,7 @@ from .. import dtypes
 from .. import engine as E
 from ..errors import ArgumentError, DistributedError
 from ..tensor import Tensor, Variable, convert, registered_variables
+from . import sync
 from .runtime import _ensure
 
 _REDUCE_OPS = ("sum", "mean", "max", "min")
@@ -30,6 +34,8 @@ class Bucket:
             g[0] += n
         for dt, g in self.groups.items():
             g[0] = np.zeros(g[0], dt)
+        self.values = sum(int(g[0].size) for g in self.groups.values())
+        self.code = sync.layout_code(self.layout)     # the same in every rank's process
 
     def pack(self, arrays):
         """Copy ``arrays`` (None = zeros) into the buffers."""
@@ -53,12 +59,12 @@ class Bucket:
     def reduce(self, state, op):
         for buf, _ in self.groups.values():
             if buf.size:
-                state.comm.Allreduce(state.MPI.IN_PLACE, buf, op=op)
+                state.coll.Allreduce(state.MPI.IN_PLACE, buf, op=op)
 
     def bcast(self, state, root):
         for buf, _ in self.groups.values():
             if buf.size:
-                state.comm.Bcast(buf, root=root)
+                state.coll.Bcast(buf, root=root)
 
 
 class BucketCache:
@@ -133,6 +139,8 @@ def all_reduce(tensors, op="mean"):
     if s.size == 1:
         return rebuild([E.make_tensor(E.from_host(np.array(E.to_host(t._array())))) for t in ts])
     bucket = _cache.get([(t.shape, dtypes.NP[t.dtype]) for t in ts])
+    sync.enter(sync.ALL_REDUCE, lambda: f"all_reduce(op={op!r}) of {_shapes(ts)}",
+               arg=_REDUCE_OPS.index(op) + 1, values=bucket.values, layout=bucket.code)
     bucket.pack([E.to_host(t._array()) for t in ts])
     mpi_op = {"sum": s.MPI.SUM, "mean": s.MPI.SUM, "max": s.MPI.MAX, "min": s.MPI.MIN}[op]
     bucket.reduce(s, mpi_op)
@@ -157,10 +165,19 @@ def broadcast(tensors, root=0):
     if s.size == 1:
         return rebuild([E.make_tensor(E.from_host(np.array(E.to_host(t._array())))) for t in ts])
     bucket = _cache.get([(t.shape, dtypes.NP[t.dtype]) for t in ts])
+    sync.enter(sync.BROADCAST, lambda: f"broadcast(root={root}) of {_shapes(ts)}",
+               arg=root + 1, values=bucket.values, layout=bucket.code)
     if s.rank == root:
         bucket.pack([E.to_host(t._array()) for t in ts])
     bucket.bcast(s, root)
     return rebuild([E.make_tensor(E.from_host(a)) for a in bucket.unpack()])
+
+
+def _shapes(ts, kind="tensor"):
+    """'2 tensors: (3,) float32, () int32' (the first 4), for messages."""
+    shown = ", ".join(f"{tuple(t.shape)} {t.dtype}" for t in ts[:4])
+    more = f", ... ({len(ts) - 4} more)" if len(ts) > 4 else ""
+    return f"{len(ts)} {kind}{'s' if len(ts) != 1 else ''}: {shown}{more}"
 
 
 def _check_root(root, s, fn):
@@ -183,7 +200,9 @@ def check_agreement(sig, what, fix):
     s = _ensure()
     if s.size == 1:
         return [n for n, _, _ in sig]
-    sigs = s.comm.allgather(sig)
+    sync.enter(sync.AGREE, lambda: f"the check that ranks agree on {what}",
+               arg=zlib.crc32(what.encode()))
+    sigs = s.coll.allgather(sig)
     problems = _differences(sigs)
     if problems:
         shown = problems[:8] + ([f"... and {len(problems) - 8} more"]
@@ -250,6 +269,9 @@ def broadcast_variables(variables=None, root=0):
     by_name = {v.name: v for v in variables}
     ordered = [by_name[n] for n in order]
     bucket = _cache.get([(v.shape, dtypes.NP[v.dtype]) for v in ordered])
+    sync.enter(sync.BCAST_VARS, lambda: f"broadcast_variables(root={root}) of "
+               f"{_shapes(ordered, 'variable')}", arg=root + 1, values=bucket.values,
+               layout=bucket.code)
     if s.rank == root:
         bucket.pack([E.to_host(v._array()) for v in ordered])
     bucket.bcast(s, root)

@@ -10,7 +10,9 @@ import numpy as np
 
 from ..errors import ArgumentError
 from ..tensor import Tensor
+from . import runtime
 from .runtime import _ensure
+from .sync import set_batch
 
 
 def _length(data, fn):
@@ -115,7 +117,10 @@ def batches(data, global_batch_size, epoch=0, seed=0, shuffle=True, rank=None, s
     ``global_batch_size`` rows, each split into ``size`` equal parts. With a loss that is
     the mean over the rank's rows, averaged gradients are the whole batch's. The last,
     short batch is dropped unless ``drop_remainder=False`` (it is then split as ``shard``
-    does).
+    does). In a job of several ranks, each collective checks that every rank is at the
+    same global batch (a rank that skips one is out of step: a DistributedError), so
+    iterate this job's batches on every rank alike (for rank-0-only work, slice the data
+    yourself or pass ``rank=0, size=1``).
 
     >>> import flowgrad as tf, numpy as np
     >>> x = np.arange(8)
@@ -135,14 +140,18 @@ def batches(data, global_batch_size, epoch=0, seed=0, shuffle=True, rank=None, s
     n = _length(data, "batches")
     order = epoch_permutation(n, epoch, seed) if shuffle else np.arange(n)
     per = global_batch_size // size
-    for start in range(0, n, global_batch_size):
+    job = runtime._state.initialized and size == runtime._state.size > 1    # this job's ranks: in step
+    for i, start in enumerate(range(0, n, global_batch_size)):
         idx = order[start:start + global_batch_size]
         if len(idx) < global_batch_size:
             if drop_remainder:
                 return
-            yield _take(data, shard(idx, rank, size))
-            return
-        yield _take(data, idx[rank * per:(rank + 1) * per])
+            part = _take(data, shard(idx, rank, size))
+        else:
+            part = _take(data, idx[rank * per:(rank + 1) * per])
+        if job:
+            set_batch(epoch, i)
+        yield part
 
 
 def shard_iterable(iterable, rank=None, size=None):

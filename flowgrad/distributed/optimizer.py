@@ -17,6 +17,7 @@ from ..tensor import convert, registered_variables
 from ..train.optimizers import Optimizer, _pairs
 from .collectives import Bucket, check_agreement, signature
 from ..errors import DistributedError
+from . import sync
 from .runtime import _ensure
 
 _SAME_VARS = ("Every rank must train the same variables: build the same model on every rank "
@@ -132,6 +133,10 @@ class DistributedOptimizer:
         flags = np.array([1.0 if name in local else 0.0 for name in order])
         arrays = [local.get(name) for name in order] + [flags]
         arrays.append(np.asarray(E.to_host(loss._array())) if loss is not None else np.zeros(()))
+        step = self.optimizer.iterations + 1
+        sync.enter(sync.GRADIENTS, lambda: f"the gradient all-reduce of DistributedOptimizer "
+                   f"step {step} ({n} variables, {bucket.values - n - 1} values)",
+                   values=bucket.values, layout=bucket.code, step=step)
         bucket.pack(arrays)
         bucket.reduce(s, s.MPI.SUM)
         out = bucket.unpack(1.0 / s.size)

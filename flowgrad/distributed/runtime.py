@@ -27,7 +27,10 @@ _LOCAL_VARS = ("OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID", "MV2_COMM_WORLD_
 
 class _State:
     comm = None          # mpi4py COMM_WORLD, or None when single-process
+    coll = None          # flowgrad's own duplicate of it for collectives (size > 1)
+    ctl = None           # and another for control messages (sync.py)
     MPI = None           # the mpi4py.MPI module, or None
+    timeout = None       # seconds a collective waits for every rank (set by init)
     rank = 0
     size = 1
     local_rank = 0
@@ -65,15 +68,35 @@ def _import_mpi(why):
     return MPI
 
 
-def init(use_mpi=None, abort_on_error=True):
+_UNSET = object()
+
+
+def init(use_mpi=None, abort_on_error=True, timeout=_UNSET):
     """Join the job: ``rank, size, local_rank = tf.distributed.init()``.
 
     Under ``mpiexec -n N`` / ``srun`` / an MPIJob this is MPI's COMM_WORLD (mpi4py); a plain
     ``python`` run is rank 0 of size 1 and needs no mpi4py. ``use_mpi=True`` forces MPI
     (a singleton when not launched), ``False`` forbids it. Calling it again returns the same
-    values. With ``abort_on_error`` (default) and size > 1, an uncaught exception on any
-    rank prints ``[rank r/N]`` and its traceback, then ``MPI_Abort``s the whole job, so the
-    other ranks stop at once instead of waiting forever in a collective.
+    values (and sets ``timeout`` if given). With ``abort_on_error`` (default) and size > 1,
+    an uncaught exception on any rank prints ``[rank r/N]`` and its traceback, then
+    ``MPI_Abort``s the whole job, so the other ranks stop at once instead of waiting
+    forever in a collective.
+
+    Faults end the job (size > 1), whatever ``abort_on_error`` says:
+
+    - ``timeout`` (seconds, default 1800 = 30 min; ``None`` waits forever): a collective
+      that some rank has not reached within it aborts the whole job, naming the
+      collective, the optimizer step and the ranks that did not arrive (exit code 124).
+      The default is PyTorch's: longer than any pause a healthy job makes while the others
+      wait (rank-0-only evaluation, a checkpoint, a slow first step), short enough that a
+      stalled job stops within the hour instead of holding its nodes until the scheduler's
+      wall-clock limit. Pass more if a rank works alone for longer.
+    - a rank that ends (``sys.exit()`` with any code, or the end of its script) while
+      another waits in a collective ends the job at once; when every rank ends after the
+      same collectives, the job ends normally.
+    - ranks out of step (in different collectives, with different shapes, at different
+      optimizer steps or on different global batches of ``batches()``) raise the same
+      DistributedError on every rank before any data is averaged.
 
     >>> import flowgrad as tf
     >>> rank, size, local_rank = tf.distributed.init()
@@ -81,6 +104,12 @@ def init(use_mpi=None, abort_on_error=True):
     (0, 1, 0)
     """
     s = _state
+    if timeout is not _UNSET:
+        from .sync import check_timeout
+        s.timeout = check_timeout(timeout)
+    elif not s.initialized:
+        from .sync import DEFAULT_TIMEOUT
+        s.timeout = DEFAULT_TIMEOUT
     if s.initialized:
         return _info()
     if use_mpi is None:
@@ -109,6 +138,10 @@ def init(use_mpi=None, abort_on_error=True):
         node = comm.Split_type(MPI.COMM_TYPE_SHARED, key=s.rank)
         s.local_rank = node.Get_rank()
         node.Free()
+        if s.size > 1:
+            from . import sync
+            s.coll, s.ctl = comm.Dup(), comm.Dup()
+            sync.start(s)
     s.initialized = True
     if abort_on_error and s.size > 1:
         install_abort_hook()
@@ -204,7 +237,8 @@ def barrier():
     """
     s = _ensure()
     if s.size > 1:
-        s.comm.Barrier()
+        from . import sync
+        sync.enter(sync.BARRIER, lambda: "barrier()")
 
 
 # ---------------------------------------------------------------- failing fast
@@ -221,12 +255,16 @@ def abort(message, code=1):
     ...         print("exit", e.code)
     exit 1
     """
+    _abort_job(message, code, f"flowgrad.distributed: aborting all {_state.size} rank(s) "
+                              f"because rank {_state.rank} failed.")
+
+
+def _abort_job(message, code, trailer):
     s = _state
     prefix = f"[rank {s.rank}/{s.size}] "
     text = "".join(prefix + line + "\n" for line in str(message).rstrip("\n").split("\n"))
     try:
-        sys.stderr.write(text + f"{prefix}flowgrad.distributed: aborting all {s.size} "
-                                f"rank(s) because rank {s.rank} failed.\n")
+        sys.stderr.write(text + prefix + trailer + "\n")
         sys.stderr.flush()
         sys.stdout.flush()
     except Exception:  # a closed stream must not stop the abort

@@ -95,7 +95,7 @@ def partial_gradients(rank, size):
 
 
 if __name__ == "__main__":
-    rank, size, local = tf.distributed.init()
+    rank, size, local = tf.distributed.init(timeout=10)    # a healthy job never waits that long
     results = train(rank, size)
     results.update(collectives(rank, size))
     results.update(partial_gradients(rank, size))
