@@ -29,6 +29,8 @@ def describe(v):
         return f"a {v.dtype} tensor of shape {list(v.shape)}"
     if isinstance(v, np.ndarray):
         return f"a NumPy array of shape {list(v.shape)}"
+    if isinstance(v, str):
+        return repr(v)
     r = repr(v)
     return f"{r if len(r) <= 60 else r[:57] + '...'} ({type(v).__name__})"
 
@@ -206,7 +208,8 @@ def check_alloc(shape, dtype, opname, what="the result"):
     n = 1
     for s in shape:
         n *= int(s)
-    nbytes = n * dtypes.NP[dtype].itemsize
+    # (a string tensor's result: 8 bytes a reference; the kernel refuses strings anyway)
+    nbytes = n * (dtypes.NP[dtype].itemsize if dtype in dtypes.NP else 8)
     if nbytes <= 1 << 26:      # 64 MiB: always fine, no system call
         return
     limit = memory_limit()

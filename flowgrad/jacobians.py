@@ -13,6 +13,7 @@ forward mode batches the tangents (the identity over the input) the same way.
 """
 from . import dtypes
 from . import engine as E
+from .args import argnums as _argnums, check_arity, choice, describe
 from .errors import ArgumentError, GradientError, ShapeError
 from .ops import OPS
 from .tape import NotBatchable, backprop
@@ -32,17 +33,8 @@ def _check(f, api):
         raise ArgumentError(f"The f passed in {api}(f) must be a function")
 
 
-def _argnums(argnums, n, api):
-    single = isinstance(argnums, int)
-    nums = (argnums,) if single else tuple(argnums)
-    for a in nums:
-        if not isinstance(a, int) or not -n <= a < n:
-            raise ArgumentError(f"{api}: argnums {argnums!r} does not fit the {n} "
-                                f"argument(s) given")
-    return single, tuple(a % n for a in nums)
-
-
 def _run(f, xs, api):
+    check_arity(f, len(xs), api)
     y = f(*xs)
     if not isinstance(y, Tensor):
         raise GradientError(f"{api}: f must return a tensor, got {type(y).__name__}")
@@ -99,8 +91,8 @@ def jacobian(f, argnums=0, mode="rev"):
          [0, 4]]
     """
     _check(f, "jacobian")
-    if mode not in ("rev", "fwd"):
-        raise ArgumentError(f"jacobian: mode must be 'rev' or 'fwd', got {mode!r}")
+    choice(mode, "mode", "jacobian", ("rev", "fwd"),
+           f"jacobian: mode must be 'rev' or 'fwd', got {describe(mode)}")
 
     def jac(*args):
         xs = [convert(a, f"args[{i}]", "jacobian") for i, a in enumerate(args)]
@@ -164,6 +156,7 @@ def hessian(f, argnums=0):
 
     def grad_of_f(*args):
         single, nums = _argnums(argnums, len(args), "hessian")
+        check_arity(f, len(args), "hessian")
         y = f(*args)
         if not isinstance(y, Tensor) or y.size != 1:
             shape = y.shape if isinstance(y, Tensor) else type(y).__name__
@@ -179,6 +172,7 @@ def hessian(f, argnums=0):
     jac = jacobian(grad_of_f, argnums)
 
     def hess(*args):
+        _argnums(argnums, len(args), "hessian")
         cols = jac(*args)
         if isinstance(cols, Tensor):
             return cols

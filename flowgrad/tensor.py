@@ -309,12 +309,14 @@ def variable(initial_value, trainable=True, name=None, dtype=None):
     ('v_doc', True)
     >>> v.dispose()
     """
-    dtype = dtypes.canonical(dtype)
+    from .args import flag      # (args imports this module)
+    trainable = flag(trainable, "trainable", "variable()")
+    dtype = dtypes.canonical(dtype, fn="variable()")
     init = convert(initial_value, "initial_value", "variable")
     init.throw_if_disposed()
     if dtype is not None and dtype != init.dtype:
         init = init.cast(dtype)
-    if name is None or name == "":
+    if name is None or (isinstance(name, str) and name == ""):
         name = str(next(_auto_names))
     elif not isinstance(name, str):
         raise ArgumentError(f"Variable names are strings, got {type(name).__name__}.")

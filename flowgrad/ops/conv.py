@@ -23,6 +23,7 @@ import numpy as np
 
 from .. import dtypes
 from .. import engine as E
+from ..args import check_alloc, choice, describe
 from ..backends.ext_conv import cell_slices
 from ..errors import ArgumentError, ShapeError
 from ..tensor import Tensor
@@ -67,12 +68,9 @@ def check_strides_dilations(op, s, d, strides, dilations, names=("strides", "dil
 def channels_last(op, data_format, n):
     """True for NHWC-style formats, False for NCHW-style ones; anything else is refused."""
     last, first = FORMATS[n]
-    if data_format == last:
-        return True
-    if data_format == first:
-        return False
-    raise ArgumentError(f"Error in {op}: Unknown dataFormat {data_format!r}: use '{last}' "
-                        f"(channels last, the default) or '{first}' (channels first)")
+    return choice(data_format, "data_format", op, (last, first), (
+        f"Error in {op}: Unknown dataFormat {describe(data_format)}: use '{last}' (channels "
+        f"last, the default) or '{first}' (channels first)")) == last
 
 
 def _round(v, mode):
@@ -88,9 +86,9 @@ def _round(v, mode):
 def check_rounding(op, pad, mode):
     if mode is None:
         return
-    if mode not in ("floor", "round", "ceil"):
-        raise ArgumentError(f"Error in {op}: Unknown roundingMode {mode!r}: use 'floor', "
-                            f"'round' or 'ceil'")
+    choice(mode, "dim_rounding_mode", op, ("floor", "round", "ceil"), (
+        f"Error in {op}: Unknown roundingMode {describe(mode)}: use 'floor', 'round' or "
+        f"'ceil'"))
     if isinstance(pad, str):
         raise ArgumentError(f"Error in {op}: pad must be an integer when using dimRoundingMode "
                             f"{mode} but got pad {pad}. (The rounding mode only applies to "
@@ -156,7 +154,11 @@ def geometry(op, xs, k, s, d, pad, mode=None, last=True):
                          f"{list(xs)}, window {list(k)} (dilated to {list(eff)}), strides "
                          f"{list(s)}, pad {pad!r} give output {list(out)}. Use a smaller "
                          f"window or dilation, or pad='same'.")
-    return Geo(tuple(xs), tuple(k), tuple(s), tuple(d), before, out)
+    g = Geo(tuple(xs), tuple(k), tuple(s), tuple(d), before, out)
+    padded = tuple(x + b + a for x, b, a in zip(xs, before, pad_after(g)))
+    check_alloc(padded, dtypes.float32, op, "the padded input (its spatial axes alone)")
+    check_alloc(out, dtypes.float32, op, "the output (its spatial axes alone)")
+    return g
 
 
 # ---------------------------------------------------------------- window views

@@ -11,6 +11,7 @@ import numpy as np
 
 from .. import dtypes
 from .. import engine as E
+from ..args import check_alloc
 from ..errors import ArgumentError, DtypeError, ShapeError
 from ..tensor import Tensor, convert
 from ._core import as_int, as_ints, as_tensor, export, norm_axis, primitive
@@ -165,7 +166,8 @@ def gather(x, indices, axis=0, batch_dims=0):
     x = as_tensor(x, "gather")
     a = norm_axis(axis, x.rank, "gather")
     indices = _check_indices(indices, x.shape[a], "gather")
-    bd = _batch_dims(batch_dims, x, indices, a, "gather") if batch_dims else 0
+    bd = 0 if type(batch_dims) is int and batch_dims == 0 else \
+        _batch_dims(batch_dims, x, indices, a, "gather")
     if indices.size:
         arr = indices.numpy()
         lo, hi = int(arr.min()), int(arr.max())
@@ -193,8 +195,9 @@ def unsorted_segment_sum(x, segment_ids, num_segments):
     if ids.shape != x.shape[:ids.rank]:
         raise ShapeError(f"unsorted_segment_sum(): segment_ids shape {ids.shape} must be a "
                          f"prefix of x's shape {x.shape}")
-    return _scatter_add(x, ids, 0, as_int(num_segments, "num_segments",
-                                         "unsorted_segment_sum", 0))
+    n = as_int(num_segments, "num_segments", "unsorted_segment_sum", 0)
+    check_alloc((n,) + x.shape[ids.rank:], x.dtype, "unsorted_segment_sum")
+    return _scatter_add(x, ids, 0, n)
 
 
 # ---------------------------------------------------------------- gather_nd / scatter_nd
@@ -356,6 +359,7 @@ def scatter_nd(indices, updates, shape):
     if isinstance(shape, (int, np.integer)):
         shape = (shape,)
     shape = as_ints(shape, "shape", fn, 0)
+    check_alloc(shape, updates.dtype, fn)
     indices = _scatter_args(indices, updates, shape, fn)
     return E.run_kernel(_scatter_nd_k, (indices, updates), {"shape": shape})
 

@@ -389,6 +389,9 @@ def gram_schmidt(xs):
         if x.rank != 2:
             raise ShapeError(f"Gram-Schmidt: xs must be a list of 1-D tensors or a 2-D "
                              f"tensor, got a tensor of rank {x.rank}")
+        if x.shape[0] == 0:
+            raise ArgumentError(f"Gram-Schmidt process: input must not be null, undefined, "
+                                f"or empty (got a tensor of shape {list(x.shape)})")
         vs, rows = unstack(x, 0), True
     if len(vs) > vs[0].shape[0]:
         raise ShapeError(f"Gram-Schmidt: Number of vectors ({len(vs)}) exceeds number of "

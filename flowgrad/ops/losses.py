@@ -100,6 +100,9 @@ def _weighted(losses, weights, reduction, fn):
     if weights is None:
         if red == Reduction.NONE:
             return losses
+        if red != Reduction.SUM and losses.size == 0:
+            raise ShapeError(f"{fn}: the losses are empty (shape {list(losses.shape)}): their "
+                             f"mean is undefined (use reduction=Reduction.SUM or NONE)")
         return losses.sum() if red == Reduction.SUM else losses.mean()
     w = as_float(weights, fn, "weights")
     if len(w.shape) > len(losses.shape) or any(

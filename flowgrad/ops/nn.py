@@ -9,6 +9,7 @@ composites are made of differentiable ops, so every gradient of every order is e
 import numpy as np
 
 from .. import engine as E
+from ..args import describe
 from ..errors import ArgumentError, DtypeError, ShapeError
 from ..tensor import Tensor
 from ._core import FLOATS, as_float, as_int, as_number, as_tensor, export, norm_axis, primitive
@@ -101,7 +102,8 @@ def batch_norm(x, mean, variance, offset=None, scale=None, variance_epsilon=0.00
 def _batch_norm(x, mean, variance, offset, scale, variance_epsilon, fn, rank=None):
     x = as_float(x, fn, "x")
     args = {"mean": mean, "variance": variance, "offset": offset, "scale": scale}
-    ts = {k: as_float(v, fn, k) for k, v in args.items() if v is not None}
+    ts = {k: as_float(v, fn, k) for k, v in args.items()
+          if v is not None or k in ("mean", "variance")}     # None: TF.js's 'null' message
     if rank is not None:
         if x.rank != rank:
             raise ShapeError(f"Error in {fn}: x must be rank {rank} but got rank {x.rank}.")
@@ -263,6 +265,12 @@ def basic_lstm_cell(forget_bias, lstm_kernel, lstm_bias, data, c, h):
         raise ShapeError(f"{fn}: shapes do not fit: lstm_kernel {list(kernel.shape)} must be "
                          f"[inputs + units, 4 * units] for data {list(data.shape)} = [batch, "
                          f"inputs] and c {list(c.shape)}, h {list(h.shape)} = [batch, units]")
+    forget_bias = as_float(forget_bias, fn, "forget_bias")
+    for k, t, want in (("lstm_bias", bias, (data.shape[0], 4 * units)),
+                       ("forget_bias", forget_bias, c.shape)):
+        if not _broadcasts_to(t.shape, want):
+            raise ShapeError(f"{fn}: {k} of shape {list(t.shape)} does not broadcast to "
+                             f"{list(want)}")
     res = mat_mul(concat([data, h], 1), kernel) + bias
     i, j, f, o = split(res, 4, 1)
     new_c = c * sigmoid(f + forget_bias) + sigmoid(i) * tanh(j)
@@ -285,6 +293,9 @@ def multi_rnn_cell(lstm_cells, data, c, h):
     (2, (1, 1))
     """
     fn = "multi_rnn_cell"
+    if not isinstance(lstm_cells, (list, tuple)):
+        raise ArgumentError(f"{fn}: lstm_cells must be a list of cell functions (data, c, h) "
+                            f"-> [c, h], got {describe(lstm_cells)}")
     cells = list(lstm_cells)
     if not isinstance(c, (list, tuple)) or not isinstance(h, (list, tuple)) or \
             not len(c) == len(h) == len(cells):

@@ -17,6 +17,7 @@ import math
 
 from .. import dtypes
 from .. import engine as E
+from ..args import choice, describe
 from ..errors import ArgumentError, ShapeError
 from ._core import as_float, as_numeric, cast, export, primitive
 from .conv import (FORMATS, channels_last, check_rounding, check_strides_dilations, geometry,
@@ -258,14 +259,13 @@ def pool(input, window_shape, pooling_type, pad, dilations=None, strides=None,  
         dilations = 1 if dilation_rate is None else dilation_rate
     if strides is None:
         strides = 1
-    if pooling_type not in ("max", "avg"):
-        raise ArgumentError(f"Error in pool: poolingType must be 'max' or 'avg', got "
-                            f"{pooling_type!r}")
+    choice(pooling_type, "pooling_type", op, ("max", "avg"), (
+        f"Error in pool: poolingType must be 'max' or 'avg', got {describe(pooling_type)}"))
     n = len(window_shape) if isinstance(window_shape, (list, tuple)) else 2
     if n not in (2, 3):
         raise ArgumentError(f"Error in pool: window_shape must be an int or a list of 2 or 3 "
                             f"ints, got {window_shape!r}")
-    if pad == 0:
+    if type(pad) is int and pad == 0:
         pad = "valid"
     return _pool(op, pooling_type, n, input, window_shape, strides, pad, dim_rounding_mode,
                  FORMATS[n][0], dilations)
@@ -423,10 +423,9 @@ def dilation2d(x, filter, strides, pad, dilations=1, data_format="NHWC"):  # noq
         raise ShapeError(f"Error in {op}: filter must be rank 3, but got rank {filter.rank} "
                          f"(shape {list(filter.shape)}): [filter_height, filter_width, "
                          f"depth].")
-    if data_format != "NHWC":
-        raise ArgumentError(f"Error in {op}: only NHWC is currently supported, but got "
-                            f"dataFormat {data_format!r} (transpose the input to "
-                            f"[batch, height, width, depth]).")
+    choice(data_format, "data_format", op, ("NHWC",), (
+        f"Error in {op}: only NHWC is currently supported, but got dataFormat "
+        f"{describe(data_format)} (transpose the input to [batch, height, width, depth])."))
     if filter.shape[2] != x.shape[3]:
         raise ShapeError(f"Error in {op}: the filter's depth ({filter.shape[2]}) must match "
                          f"the input's depth ({x.shape[3]}): filter shape "

@@ -10,7 +10,7 @@ import numpy as np
 
 from .. import dtypes
 from .. import engine as E
-from ..args import check_alloc, flag
+from ..args import check_alloc, choice, describe, flag
 from ..errors import ArgumentError, DtypeError, ShapeError
 from ..names import Result
 from ._core import (as_int, as_numeric, as_tensor, binary_args, export, norm_axis, primitive,
@@ -376,8 +376,8 @@ def search_sorted(sorted_sequence, values, side="left"):
     Tensor
         [1, 2, 4]
     """
-    if side not in ("left", "right"):
-        raise ArgumentError(f"search_sorted(): side must be 'left' or 'right', got {side!r}")
+    choice(side, "side", "search_sorted", ("left", "right"), (
+        f"search_sorted(): side must be 'left' or 'right', got {describe(side)}"))
     seq, vals = binary_args(sorted_sequence, values, "searchSorted")
     if seq.rank == 0:
         raise ShapeError("Sorted input argument must be at least 1-dimensional (got a scalar "
@@ -444,9 +444,8 @@ def meshgrid(x=None, y=None, indexing="xy"):
     """
     if isinstance(indexing, dict):        # TF.js's options object {indexing: 'ij'}
         indexing = indexing.get("indexing", "xy")
-    if indexing not in ("xy", "ij"):
-        raise ArgumentError(f"{indexing} is not a valid third argument to meshgrid (use 'xy' "
-                            f"or 'ij')")
+    choice(indexing, "indexing", "meshgrid", ("xy", "ij"), (
+        f"{indexing} is not a valid third argument to meshgrid (use 'xy' or 'ij')"))
     if x is None:
         return []
     x = _grid_input(x, "x")

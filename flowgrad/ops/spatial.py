@@ -8,6 +8,7 @@ mirror_pad -> scatter-adds of the mirrored copies. So higher orders come for fre
 import numpy as np
 
 from .. import engine as E
+from ..args import choice, describe
 from ..errors import ArgumentError, ShapeError
 from ..tensor import Tensor
 from ._core import as_int, as_ints, as_tensor, export, primitive
@@ -90,9 +91,9 @@ def mirror_pad(x, paddings, mode="reflect"):
     """
     fn = "mirror_pad"
     x = as_tensor(x, fn)
-    if mode not in ("reflect", "symmetric"):
-        raise ArgumentError(f"{fn}(): Invalid mode. Mode must be either reflect or symmetric. "
-                            f"Got {mode!r}.")
+    choice(mode, "mode", fn, ("reflect", "symmetric"), (
+        f"{fn}(): Invalid mode. Mode must be either reflect or symmetric. Got "
+        f"{describe(mode)}."))
     if x.rank == 0:
         raise ShapeError(f"{fn}(): mirrorPad(scalar) is not defined. Pass non-scalar to "
                          f"mirrorPad")
@@ -279,9 +280,8 @@ def _(dy, x, block_size, data_format):
 
 def _image_args(x, block_size, data_format, fn):
     x = as_tensor(x, fn)
-    if data_format not in ("NHWC", "NCHW"):
-        raise ArgumentError(f"{fn}(): data_format must be 'NHWC' or 'NCHW', got "
-                            f"{data_format!r}")
+    choice(data_format, "data_format", fn, ("NHWC", "NCHW"), (
+        f"{fn}(): data_format must be 'NHWC' or 'NCHW', got {describe(data_format)}"))
     if x.rank != 4:
         raise ShapeError(f"{fn}(): x must be a rank-4 tensor ({data_format}), got rank "
                          f"{x.rank} (shape {x.shape})")
