@@ -82,7 +82,7 @@ def _(dy, a, b, needs):
     return (dy / b if needs[0] else None), (-dy * a / b.square() if needs[1] else None)
 
 
-@binary("FloorDiv")
+@binary("FloorDiv", policy="numeric")     # bool // bool would be int8
 def floor_div(B, a, b):
     """floor(a / b). [conv] its gradient is that of real division, as in TF.js.
 
@@ -99,7 +99,7 @@ def _(dy, a, b, needs):
     return (dy / b if needs[0] else None), (-dy * a / b.square() if needs[1] else None)
 
 
-@binary("Mod")
+@binary("Mod", policy="numeric")
 def mod(B, a, b):
     """a mod b, with the sign of the divisor (mod(-7, 2) = 1, mod(7, -2) = -1).
 

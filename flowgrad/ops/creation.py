@@ -487,6 +487,7 @@ def one_hot(indices, depth, on_value=1, off_value=0, dtype="int32"):
         raise ArgumentError(f"Error in one_hot: depth must be >= 1, but it is {depth}")
     dt = _dtype(dtype, fn="one_hot()")
     check_alloc(indices.shape + (depth,), dt, "one_hot")
+    check_alloc((depth,), dtypes.int32, "one_hot", "the range of indices it compares with")
     return E.run_kernel(_one_hot, (indices,), {"depth": depth,
                                                "on_value": as_number(on_value, "on_value",
                                                                      "one_hot"),

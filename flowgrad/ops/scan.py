@@ -419,6 +419,7 @@ def upper_bound(sorted_sequence, values):
 
 def _grid_input(t, arg):
     t = as_tensor(t, "meshgrid", arg)
+    t.throw_if_disposed()             # meshgrid(x) returns x itself
     if t.rank == 0:
         raise ShapeError(f"meshgrid expects a tensor with rank >= 1 (argument '{arg}' is a "
                          f"scalar)")
