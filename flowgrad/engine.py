@@ -7,14 +7,21 @@ are never recorded, so plain forward code pays nothing for autodiff).
 
 Memory follows TF.js: ``tidy`` scopes dispose what was created inside them, ``keep`` exempts
 a tensor, ``memory()`` counts tensors that are neither disposed nor garbage-collected.
-A tensor disposed while a gradient session is alive keeps its array until the session ends
-(the recorded graph may still need it, as TF.js keeps its saved clones), but is counted as
-disposed at once and raises ``Tensor is disposed.`` if user code touches it again.
+A tensor that a live gradient session recorded, disposed while that session is alive, keeps
+its array until the session ends (its rules may still read it, as TF.js keeps its saved
+clones), but is counted as disposed at once and raises ``Tensor is disposed.`` if user code
+touches it again. Tensors no session recorded are freed at once.
 
-State lives in module globals: the hot path reads them without attribute lookups, and
-debug tools swap :func:`run_kernel` for an instrumented one, so they cost nothing when off.
+Threads: scopes, the recording gate and gradient sessions belong to the thread that opened
+them (one :class:`State` per thread); tensors may be read from any thread. Each thread
+counts into its own State and only its own, so ``memory()`` (the sum) is exact without a
+lock. Every scope and session is restored in ``finally``, Ctrl-C included: callers note the
+level before they change it and unwind to it (``unwind_scopes``, ``unwind_recording``).
+
+Debug tools swap :func:`run_kernel` for an instrumented one, so they cost nothing when off.
 """
 import itertools
+import threading
 
 import numpy as np
 
@@ -28,25 +35,70 @@ _T = None                  # the Tensor class, set by tensor.py (which sits abov
 _NAME = dict(dtypes.NAME)  # backend dtype -> flowgrad name, for every backend made
 _ITEM = {"float32": 4, "float64": 8, "int32": 4, "bool": 1}     # bytes per element
 _check_types = None        # the active backend's array types, once a second one was used
-_ids = itertools.count()
-
-# live-tensor accounting (memory())
-num_tensors = 0
-num_bytes = 0
-num_buffers = 0
-
-# scopes: the innermost open scope is a list of the tensors created in it
-_scope = None
-_scope_stack = []          # (name, list) of the open scopes, innermost last
-
-# recording: an op is recorded iff a gradient function's forward pass is running
-_recording = False
-_depth = 0
-_session = None            # the Session that receives recorded nodes
-_in_backward = 0           # > 0 while gradient rules run (they may read disposed saved tensors)
-_live_sessions = 0
-_zombies = []              # disposed tensors whose arrays a live session may still read
+_ids = itertools.count()   # (next() on a count is atomic under the GIL)
 _tracer = None             # flowgrad.jit's tracer while a function is being traced
+
+
+class State:
+    """One thread's engine state: its scopes, recording gate, session and counters."""
+    __slots__ = ("scope", "stack", "recording", "depth", "session", "in_backward",
+                 "nt", "nb", "nbuf", "thread", "__weakref__")
+
+    def __init__(self):
+        self.scope = None          # the innermost open scope: the tensors created in it
+        self.stack = []            # (name, list) of the open scopes, innermost last
+        self.recording = False     # an op is recorded iff a gradient function's forward runs
+        self.depth = 0
+        self.session = None        # the Session that receives recorded nodes
+        self.in_backward = 0       # > 0 while gradient rules run (may read parked tensors)
+        # this thread's share of memory(): tensors, bytes, buffers it created minus those
+        # it disposed or let the garbage collector free (a share may go negative)
+        self.nt = self.nb = self.nbuf = 0
+        self.thread = threading.current_thread()
+
+
+_states = []               # every thread's State (a finished thread's is folded in _retired)
+_retired = [0, 0, 0]
+_states_lock = threading.Lock()
+
+
+class _Local(threading.local):
+    def __init__(self):
+        st = State()
+        self.s = st
+        with _states_lock:
+            _states.append(st)
+
+
+_tls = _Local()
+
+
+def state():
+    """This thread's engine State."""
+    return _tls.s
+
+
+def memory_counts():
+    """(tensors, buffers, bytes) over all threads."""
+    nt = nb = nbuf = 0
+    with _states_lock:
+        for st in list(_states):
+            if not st.thread.is_alive() and st is not _tls.s:
+                # a finished thread writes no more: fold its share in
+                _states.remove(st)
+                _retired[0] += st.nt
+                _retired[1] += st.nbuf
+                _retired[2] += st.nb
+                continue
+            nt += st.nt
+            nbuf += st.nbuf
+            nb += st.nb
+        return nt + _retired[0], nbuf + _retired[1], nb + _retired[2]
+
+
+def total_bytes():
+    """Bytes of live tensors over all threads (debug tools: peaks)."""
+    return memory_counts()[2]
 
 
 class Primitive:
@@ -102,30 +154,27 @@ class Node:
 
 
 class Session:
-    """The nodes recorded between the outermost gradient call's start and its end."""
-    __slots__ = ("nodes", "alive", "__weakref__")
+    """The nodes recorded between the outermost gradient call's start and its end, and the
+    tensors they pin: recorded inputs disposed while the session lives keep their arrays."""
+    __slots__ = ("nodes", "alive", "zombies", "__weakref__")
 
     def __init__(self):
-        global _live_sessions
         self.nodes = []
         self.alive = True
-        _live_sessions += 1
+        self.zombies = []          # disposed tensors whose arrays this session's rules read
 
     def release(self):
-        """Drop the recorded graph: nodes forget their inputs, so memory is freed."""
-        global _live_sessions
-        if not self.alive:
-            return
+        """Drop the recorded graph: nodes forget their inputs, parked arrays are freed
+        (unless another live session recorded them too). Safe to call again."""
         self.alive = False
-        for n in self.nodes:
+        nodes, self.nodes = self.nodes, []
+        for n in nodes:
             n.inputs = ()
             n.out = None
-        self.nodes = []
-        _live_sessions -= 1
-        if _live_sessions == 0 and _zombies:
-            for t in _zombies:
+        zombies, self.zombies = self.zombies, []
+        for t in zombies:
+            if not _pinned(t):
                 t._data = None
-            _zombies.clear()
 
     def __del__(self):
         try:
@@ -134,25 +183,60 @@ class Session:
             pass
 
 
+def _pin(t, sess):
+    """Note that ``sess`` recorded ``t`` as an input (a second live session joins a tuple)."""
+    p = t._pin
+    if p is None or type(p) is Session and not p.alive:
+        t._pin = sess
+    elif type(p) is Session:
+        t._pin = (p, sess)
+    elif sess not in p:
+        t._pin = tuple(s for s in p if s.alive) + (sess,)
+
+
+def _pinned(t):
+    """The live sessions that recorded ``t`` (empty when none)."""
+    p = t._pin
+    if p is None:
+        return ()
+    if type(p) is Session:
+        return (p,) if p.alive else ()
+    return tuple(s for s in p if s.alive)
+
+
+def _park(t):
+    """Keep a disposed tensor's array for the live sessions that recorded it (True), or
+    say that nobody needs it (False)."""
+    live = _pinned(t)
+    for s in live:
+        s.zombies.append(t)
+    return bool(live)
+
+
 # ---------------------------------------------------------------- tensors and accounting
 
 def make_tensor(a):
     """Wrap a backend array (one of flowgrad's dtypes) as a new Tensor in the current scope."""
-    global num_tensors, num_bytes, num_buffers
+    # NOTE: a KeyboardInterrupt may land at any call or loop back-edge; the counters and the
+    # flags that tensor_del reads are set with no call in between, so they always agree
+    i = next(_ids)
     t = _T.__new__(_T)
     t._data = a
     t.shape = a.shape
-    t.dtype = _NAME[a.dtype]
-    t.id = next(_ids)
+    t.dtype = dt = _NAME[a.dtype]
+    t.id = i
     t._node = None
+    t._pin = None
+    t._buf = None
+    st = _tls.s
+    st.nt += 1
+    st.nb += a.size * _ITEM[dt]
+    st.nbuf += 1
     t.kept = False
     t._disposed = False
-    t._buf = None
-    num_tensors += 1
-    num_bytes += a.size * _ITEM[t.dtype]
-    num_buffers += 1
-    if _scope is not None:
-        _scope.append(t)
+    sc = st.scope
+    if sc is not None:
+        sc.append(t)
     return t
 
 
@@ -167,9 +251,10 @@ def constant_tensor(a):
     t.dtype = _NAME[a.dtype]
     t.id = next(_ids)
     t._node = None
-    t.kept = CONSTANT
-    t._disposed = False
+    t._pin = None
     t._buf = None
+    t._disposed = False
+    t.kept = CONSTANT
     return t
 
 
@@ -226,80 +311,95 @@ def _check_inputs(prim, inputs):
             f"tf.tensor(x.numpy()), or set_backend('{name}').")
 
 
-def account_new(t):
-    """Count a tensor built outside make_tensor (variables)."""
-    global num_tensors, num_bytes, num_buffers
-    num_tensors += 1
-    num_bytes += nbytes(t)
-    num_buffers += 1
+def account_new(t, shares=None):
+    """Count a tensor built outside make_tensor (variables), using ``shares``'s buffer if
+    given, and mark it live: counted and flagged with no call in between (interrupts)."""
+    st = _tls.s
+    if shares is not None:
+        b = shares._buf
+        if b is None:
+            b = shares._buf = [1]
+        b[0] += 1
+        t._buf = b
+    else:
+        t._buf = None
+        st.nbuf += 1
+    st.nt += 1
+    st.nb += t._data.size * _ITEM[t.dtype]
+    t.kept = False
+    t._disposed = False
+
+
+def count_buffers(n):
+    """Adjust the buffer count by ``n`` (tf.jit hands a variable a fresh buffer)."""
+    _tls.s.nbuf += n
 
 
 def share_buffer(src, dst):
     """Record that ``dst`` uses ``src``'s buffer (clone, reshape, variables, assign)."""
-    global num_buffers
     b = src._buf
     if b is None:
         b = src._buf = [1]
     b[0] += 1
     if dst._buf is None:
-        num_buffers -= 1
+        _tls.s.nbuf -= 1
     else:
         release_buffer(dst)
     dst._buf = b
 
 
 def release_buffer(t):
-    global num_buffers
     b = t._buf
     if b is None:
-        num_buffers -= 1
+        _tls.s.nbuf -= 1
     else:
         b[0] -= 1
         if b[0] == 0:
-            num_buffers -= 1
+            _tls.s.nbuf -= 1
 
 
-def release(t):
-    """Un-count a tensor that is being disposed or garbage-collected."""
-    global num_tensors, num_bytes
-    num_tensors -= 1
-    num_bytes -= t._data.size * _ITEM[t.dtype]
-    release_buffer(t)
+def _uncount(st, t):
+    """Take ``t`` out of the counters and mark it disposed, with no call in between (an
+    interrupt cannot separate the two)."""
+    t._disposed = True
+    st.nt -= 1
+    st.nb -= t._data.size * _ITEM[t.dtype]
+    b = t._buf
+    if b is None:
+        st.nbuf -= 1
+    else:
+        b[0] -= 1
+        if b[0] == 0:
+            st.nbuf -= 1
 
 
 def tensor_del(t):
-    """Tensor.__del__: un-count a tensor the garbage collector frees (release, inlined)."""
-    global num_tensors, num_bytes, num_buffers
+    """Tensor.__del__: un-count a tensor the garbage collector frees (in whatever thread)."""
     try:
         if t._disposed or t.kept == CONSTANT:
             return
-        num_tensors -= 1
-        num_bytes -= t._data.size * _ITEM[t.dtype]
+        st = _tls.s
+        st.nt -= 1
+        st.nb -= t._data.size * _ITEM[t.dtype]
         b = t._buf
         if b is None:
-            num_buffers -= 1
+            st.nbuf -= 1
         else:
             b[0] -= 1
             if b[0] == 0:
-                num_buffers -= 1
+                st.nbuf -= 1
     except Exception:  # a partially built tensor, or interpreter shutdown
         pass
 
 
 def dispose_tensor(t):
-    """Dispose one tensor: count it as gone and free its array (or park it, see module doc)."""
+    """Dispose one tensor: count it as gone and free its array (or park it for the live
+    sessions that recorded it, see the module doc)."""
     if t._disposed or t.kept == CONSTANT:
         return
-    release(t)
-    t._disposed = True
-    if _live_sessions:
-        _zombies.append(t)
-    else:
+    _uncount(_tls.s, t)
+    if t._pin is None or not _park(t):
         t._data = None
-
-
-def memory_counts():
-    return num_tensors, num_buffers, num_bytes
 
 
 def kernel_error(prim, inputs, e):
@@ -318,7 +418,7 @@ def kernel_error(prim, inputs, e):
 
 def disposed_input(t, prim):
     """The array of a disposed input: allowed only for gradient rules reading saved tensors."""
-    if _in_backward and t._data is not None:
+    if _tls.s.in_backward and t._data is not None:
         return t._data
     raise DisposedError(
         f"Tensor is disposed. The input of '{prim.name}' (a {t.dtype} tensor of shape "
@@ -332,9 +432,8 @@ def run_kernel(prim, inputs, attrs=None):
     """Run ``prim`` on ``inputs`` (a tuple of Tensors): THE way into a backend kernel.
 
     Returns the output Tensor (a tuple of them for multi-output primitives), recorded for
-    backprop when a gradient function's forward pass is running.
+    backprop when this thread is running a gradient function's forward pass.
     """
-    global num_tensors, num_bytes, num_buffers
     if _check_types is not None:
         _check_inputs(prim, inputs)
     try:
@@ -354,39 +453,59 @@ def run_kernel(prim, inputs, attrs=None):
         raise
     except (ValueError, TypeError, IndexError, ArithmeticError) as e:
         raise kernel_error(prim, inputs, e) from e
-    if not prim.multi:
-        # make_tensor, inlined: this is the hottest path of the library
-        y = _T.__new__(_T)
-        y._data = out
-        y.shape = out.shape
-        y.dtype = _NAME[out.dtype]
-        y.id = next(_ids)
-        y._node = None
-        y.kept = False
-        y._disposed = False
+    st = _tls.s
+    if prim.multi:
+        return _multi_out(st, prim, inputs, attrs, out)
+    shared = prim.view and B.may_share_memory(out, inputs[0]._data)
+    # make_tensor, inlined: this is the hottest path of the library (same interrupt care)
+    i = next(_ids)
+    y = _T.__new__(_T)
+    y._data = out
+    y.shape = out.shape
+    y.dtype = dt = _NAME[out.dtype]
+    y.id = i
+    y._node = None
+    y._pin = None
+    st.nt += 1
+    st.nb += out.size * _ITEM[dt]
+    if shared:
+        src = inputs[0]
+        b = src._buf
+        if b is None:
+            b = src._buf = [1]
+        b[0] += 1
+        y._buf = b
+    else:
         y._buf = None
-        num_tensors += 1
-        num_bytes += out.size * _ITEM[y.dtype]
-        num_buffers += 1
-        if _scope is not None:
-            _scope.append(y)
-        if prim.view and B.may_share_memory(out, inputs[0]._data):
-            share_buffer(inputs[0], y)
-        if _recording and inputs:
-            n = Node()
-            n.prim = prim
-            n.inputs = inputs
-            n.attrs = attrs
-            n.out = out if prim.save_y else None
-            n.nout = 1
-            n.sess = _session
-            nodes = _session.nodes
-            n.pos = len(nodes)
-            nodes.append(n)
-            y._node = n
-        return y
+        st.nbuf += 1
+    y.kept = False
+    y._disposed = False
+    sc = st.scope
+    if sc is not None:
+        sc.append(y)
+    if st.recording and inputs:
+        sess = st.session
+        n = Node()
+        n.prim = prim
+        n.inputs = inputs
+        n.attrs = attrs
+        n.out = out if prim.save_y else None
+        n.nout = 1
+        n.sess = sess
+        nodes = sess.nodes
+        n.pos = len(nodes)
+        nodes.append(n)
+        y._node = n
+        for t in inputs:
+            if t._pin is not sess:
+                _pin(t, sess)
+    return y
+
+
+def _multi_out(st, prim, inputs, attrs, out):
     ys = tuple(make_tensor(o) for o in out)
-    if _recording and inputs:
+    if st.recording and inputs:
+        sess = st.session
         n = Node()
         n.prim = prim
         n.inputs = inputs
@@ -394,12 +513,15 @@ def run_kernel(prim, inputs, attrs=None):
         n.out = tuple(out) if prim.save_y else None
         n.nout = len(ys)
         n.metas = tuple((o.shape, y.dtype) for o, y in zip(out, ys))
-        n.sess = _session
-        n.pos = len(_session.nodes)
-        _session.nodes.append(n)
+        n.sess = sess
+        n.pos = len(sess.nodes)
+        sess.nodes.append(n)
         for i, y in enumerate(ys):
             y._node = n
             y._idx = i
+        for t in inputs:
+            if t._pin is not sess:
+                _pin(t, sess)
     return ys
 
 
@@ -408,121 +530,211 @@ on_record = None        # debug seam: fn(node) for nodes recorded outside run_ke
 
 def record(prim, inputs, outputs, attrs=None, saved=None):
     """Record an already computed application (custom gradients); returns the node or None."""
-    if not _recording or not inputs:
+    st = _tls.s
+    if not st.recording or not inputs:
         return None
+    sess = st.session
     n = Node()
     n.prim = prim
     n.inputs = tuple(inputs)
     n.attrs = attrs
     n.out = saved
     n.nout = 1
-    n.sess = _session
-    n.pos = len(_session.nodes)
-    _session.nodes.append(n)
+    n.sess = sess
+    n.pos = len(sess.nodes)
+    sess.nodes.append(n)
     outputs._node = n
+    for t in n.inputs:
+        if t._pin is not sess:
+            _pin(t, sess)
+    for t in walk_tensors(saved):
+        if t._pin is not sess:
+            _pin(t, sess)
     if on_record is not None:
         on_record(n)
     return n
 
 
 # ---------------------------------------------------------------- recording gate
+#
+# A gradient call notes ``recording_level()`` before it opens anything and calls
+# ``unwind_recording(level)`` in its ``finally`` (twice if the first is interrupted: see
+# tidy): whatever an interrupt skipped, the gate and the session are then exactly as
+# before the call.
+
+def recording_level():
+    """This thread's gate as it is now: pass it to unwind_recording in a ``finally``."""
+    st = _tls.s
+    return st.depth, st.session
+
 
 def begin_recording():
     """Enter a gradient function's forward pass. Returns the session it records into and
     whether this call opened it (and so must release it)."""
-    global _depth, _recording, _session
-    owner = _depth == 0
-    if owner:
-        _session = Session()
-    _depth += 1
-    _recording = True
-    return _session, owner
+    st = _tls.s
+    owner = st.depth == 0
+    sess = Session() if owner else st.session
+    st.session = sess
+    st.depth += 1
+    st.recording = True
+    return sess, owner
 
 
 def end_recording():
-    global _depth, _recording
-    _depth -= 1
-    _recording = _depth > 0
+    st = _tls.s
+    if st.depth > 0:
+        st.depth -= 1
+    st.recording = st.depth > 0
+
+
+def unwind_recording(level):
+    """Bring this thread's gate back to ``level`` (from recording_level() before a gradient
+    call) and release a session that call opened. Idempotent: safe after any interrupt."""
+    depth, prev = level
+    st = _tls.s
+    st.depth = depth
+    st.recording = depth > 0
+    cur = st.session
+    if cur is not prev:
+        st.session = prev
+        if depth == 0 and cur is not None:
+            cur.release()
+
+
+def pause_recording():
+    """Leave one level of recording (GradientTape.stop_recording); returns what
+    resume_recording needs."""
+    level = recording_level()
+    end_recording()
+    return level
+
+
+def resume_recording(level):
+    """Undo pause_recording: the gate and session as they were (a session opened and
+    released meanwhile is forgotten)."""
+    st = _tls.s
+    st.depth, st.session = level
+    st.recording = st.depth > 0
 
 
 def is_recording():
-    """True while a gradient function's forward pass is running (ops are being recorded)."""
-    return _recording
+    """True while this thread runs a gradient function's forward pass (ops are recorded)."""
+    return _tls.s.recording
 
 
 def current_session():
-    return _session if _depth > 0 else None
+    st = _tls.s
+    return st.session if st.depth > 0 else None
+
+
+def in_backward():
+    """True while this thread runs gradient rules."""
+    return _tls.s.in_backward > 0
+
+
+def backward_level():
+    """This thread's rule-running depth: pass it to exit_backward in a ``finally``."""
+    return _tls.s.in_backward
 
 
 def enter_backward():
-    global _in_backward
-    _in_backward += 1
+    _tls.s.in_backward += 1
 
 
-def exit_backward():
-    global _in_backward
-    _in_backward -= 1
+def exit_backward(level=None):
+    """Leave a backward pass: back to ``level`` (from backward_level()), or one down."""
+    st = _tls.s
+    if level is not None:
+        st.in_backward = level
+    elif st.in_backward > 0:
+        st.in_backward -= 1
 
 
 # ---------------------------------------------------------------- scopes (tidy)
 
+def scope_level():
+    """This thread's number of open scopes: pass it to unwind_scopes in a ``finally``."""
+    return len(_tls.s.stack)
+
+
 def begin_scope(name=None):
     """Open a scope: tensors created until the matching end_scope belong to it."""
-    global _scope
-    _scope = []
-    _scope_stack.append((name, _scope))
+    st = _tls.s
+    sc = []
+    st.stack.append((name, sc))
+    st.scope = sc
 
 
 def end_scope(result=None):
     """Close the innermost scope: dispose its tensors except kept ones and those in
     ``result``, which move to the enclosing scope."""
-    global _scope, num_tensors, num_bytes, num_buffers
-    _, tensors = _scope_stack.pop()
-    _scope = _scope_stack[-1][1] if _scope_stack else None
+    st = _tls.s
+    stack = st.stack
+    if not stack:
+        return
+    tensors = stack[-1][1]
+    parent = stack[-2][1] if len(stack) > 1 else None
+    del stack[-1]
+    st.scope = parent
     if not tensors:
         return
-    keep_ids = set()
-    if result is not None:
-        for t in walk_tensors(result):
-            keep_ids.add(id(t))
-    parent = _scope
-    park = _live_sessions > 0
-    n_t = n_bytes = n_bufs = 0
-    # the accounting of dispose_tensor, inlined: this loop sees every tensor of a tidy
-    for t in tensors:
+    keep = set(walk_tensors(result)) if result is not None else ()
+    pos = [0]
+    try:
+        _dispose_scope(st, tensors, keep, parent, pos)
+    except BaseException:
+        # an interrupt must not leave half a scope alive: finish, then let it propagate
+        _dispose_scope(st, tensors, keep, parent, pos)
+        raise
+
+
+def _dispose_scope(st, tensors, keep, parent, pos):
+    # dispose_tensor, inlined: this loop sees every tensor of a tidy. Each step can be
+    # redone (an interrupt resumes at pos[0]), and no call separates a flag from its count.
+    i = pos[0]
+    n = len(tensors)
+    while i < n:
+        pos[0] = i
+        t = tensors[i]
+        i += 1
         if t._disposed or t.kept:
             continue
-        if id(t) in keep_ids:
+        if t in keep:
             if parent is not None:
                 parent.append(t)
             continue
         t._disposed = True
-        n_t += 1
-        n_bytes += t._data.size * _ITEM[t.dtype]
+        st.nt -= 1
+        st.nb -= t._data.size * _ITEM[t.dtype]
         b = t._buf
         if b is None:
-            n_bufs += 1
+            st.nbuf -= 1
         else:
             b[0] -= 1
             if b[0] == 0:
-                n_bufs += 1
-        if park:
-            _zombies.append(t)
-        else:
+                st.nbuf -= 1
+        if t._pin is None or not _park(t):
             t._data = None
-    num_tensors -= n_t
-    num_bytes -= n_bytes
-    num_buffers -= n_bufs
+    pos[0] = n
+
+
+def unwind_scopes(level, result=None):
+    """Close this thread's scopes down to ``level`` (noted before opening one), keeping
+    ``result`` through each. Idempotent: safe after any interrupt."""
+    st = _tls.s
+    while len(st.stack) > level:
+        end_scope(result)
 
 
 def scope_name():
     """The name of the innermost open scope (None outside any scope)."""
-    return _scope_stack[-1][0] if _scope_stack else None
+    st = _tls.s
+    return st.stack[-1][0] if st.stack else None
 
 
 def untrack(t):
     """Remove a tensor from scope tracking (variables are never disposed by tidy)."""
-    for _, tensors in reversed(_scope_stack):
+    for _, tensors in reversed(_tls.s.stack):
         for i in range(len(tensors) - 1, -1, -1):
             if tensors[i] is t:
                 del tensors[i]
@@ -586,16 +798,23 @@ def tidy(name_or_fn, fn=None):
         if not callable(fn):
             raise ArgumentError("When calling with two arguments, the 2nd argument to tidy() "
                                 "must be a function")
-    begin_scope(name)
+    level = scope_level()
     result = None
     try:
+        begin_scope(name)
         result = fn()
         if hasattr(result, "__await__"):
             raise ArgumentError("Cannot return a coroutine (or other awaitable) inside of "
                                 "tidy(): await it outside, or return its tensors.")
         return result
     finally:
-        end_scope(result)
+        # NOTE: a Ctrl-C can land on any call, this one included: if it interrupts the
+        # clean-up, the clean-up runs again (it is idempotent) before the interrupt goes on
+        try:
+            unwind_scopes(level, result)
+        except BaseException:
+            unwind_scopes(level, result)
+            raise
 
 
 def keep(t):
@@ -644,5 +863,6 @@ def memory():
     device = B.device_bytes()
     if device is not None:
         extra["num_bytes_in_gpu"] = device
-    return Result(unreliable=False, reasons=[], num_tensors=num_tensors,
-                  num_data_buffers=num_buffers, num_bytes=num_bytes, **extra)
+    nt, nbuf, nb = memory_counts()
+    return Result(unreliable=False, reasons=[], num_tensors=nt,
+                  num_data_buffers=nbuf, num_bytes=nb, **extra)

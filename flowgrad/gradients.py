@@ -85,8 +85,9 @@ def _gradients(run_f, xs, dy, api, shape_prefix, allow_unconnected, names):
     zeros."""
     if not xs:
         raise ArgumentError("gradients() received an empty list of xs.")
-    sess, owner = E.begin_recording()
+    level = E.recording_level()
     try:
+        sess, owner = E.begin_recording()
         try:
             y = run_f()
         finally:
@@ -99,8 +100,11 @@ def _gradients(run_f, xs, dy, api, shape_prefix, allow_unconnected, names):
         grads, connected = backprop(y, seed, xs, sess)
         recorded = y._node is not None and y._node.sess is sess
     finally:
-        if owner:
-            sess.release()
+        try:
+            E.unwind_recording(level)
+        except BaseException:       # (interrupted on the way out: see engine.tidy)
+            E.unwind_recording(level)
+            raise
     if not all(connected) and not allow_unconnected:
         raise _unconnected(xs, connected, recorded, api, names)
     out = []
@@ -309,8 +313,9 @@ _NO_CONNECTION = (
 
 
 def _variable_pass(f, train):
-    sess, owner = E.begin_recording()
+    level = E.recording_level()
     try:
+        sess, owner = E.begin_recording()
         try:
             y = f()
         finally:
@@ -322,8 +327,11 @@ def _variable_pass(f, train):
         seed = _fill(y.shape, 1, dtypes.grad_dtype(y.dtype))
         grads, connected = backprop(y, seed, train, sess)
     finally:
-        if owner:
-            sess.release()
+        try:
+            E.unwind_recording(level)
+        except BaseException:       # (interrupted on the way out: see engine.tidy)
+            E.unwind_recording(level)
+            raise
     out = []
     for v, g, c in zip(train, grads, connected):
         if g is None and c:
@@ -393,7 +401,7 @@ def custom_grad(f):
 
         out = f(*xs, save)
         value, grad_func = _parse_custom(out)
-        if not E._recording or not xs:
+        if not E.is_recording() or not xs:
             return value
         value.throw_if_disposed()
         y = E.make_tensor(value._data)
@@ -461,7 +469,12 @@ class GradientTape:
         if self._active:
             raise GradientError("This GradientTape is already recording (nested "
                                 "'with tape:' of the same tape).")
-        self._sess, self._owner = E.begin_recording()
+        level = E.recording_level()
+        try:
+            self._sess, self._owner = E.begin_recording()
+        except BaseException:       # (an interrupt): the gate as it was
+            E.unwind_recording(level)
+            raise
         self._active = True
         self._used = False
         return self
@@ -544,13 +557,11 @@ class GradientTape:
 
         class _Pause:
             def __enter__(self_inner):
-                if tape._active:
-                    E.end_recording()
+                self_inner.level = E.pause_recording() if tape._active else None
 
             def __exit__(self_inner, *exc):
-                if tape._active:
-                    E._depth += 1
-                    E._recording = True
+                if self_inner.level is not None:
+                    E.resume_recording(self_inner.level)
                 return False
         return _Pause()
 

@@ -68,12 +68,16 @@ def _with_session(body):
     """Run body(sess) in a tidy, recording into a session that body ends (it calls
     end_recording once f has run); release the session if this call opened it."""
     def run():
-        sess, owner = E.begin_recording()
+        level = E.recording_level()
         try:
+            sess, _ = E.begin_recording()
             return body(sess)
         finally:
-            if owner:
-                sess.release()
+            try:
+                E.unwind_recording(level)
+            except BaseException:   # (interrupted on the way out: see engine.tidy)
+                E.unwind_recording(level)
+                raise
     return E.tidy(run)
 
 
@@ -278,13 +282,12 @@ def vjp(f, *primals):
     """
     _check(f, "vjp")
     xs = [convert(a, f"primals[{i}]", "vjp") for i, a in enumerate(primals)]
-    sess, owner = E.begin_recording()
+    level = E.recording_level()
     try:
+        sess, owner = E.begin_recording()
         y = _run(f, xs, "vjp")
     except BaseException:
-        E.end_recording()
-        if owner:
-            sess.release()
+        E.unwind_recording(level)
         raise
     E.end_recording()
     return y, VJPFunction(y, xs, sess, owner)

@@ -17,6 +17,7 @@ between calls (they are constants too).
 """
 import functools
 import sys
+import threading
 
 import numpy as np
 
@@ -27,6 +28,7 @@ from .tensor import Tensor, Variable, convert
 
 POOL_MIN = 4096           # elements: smaller arrays are cheaper to allocate than to manage
 MAX_TRACES = 32
+_tracing = threading.Lock()     # one trace at a time: E.run_kernel is swapped process-wide
 
 
 class _Tracer:
@@ -38,6 +40,7 @@ class _Tracer:
         self.keep = []             # keeps traced objects alive so their ids stay unique
         self.plain_run = E.run_kernel
         self.plain_make = E.make_tensor
+        self.thread = threading.get_ident()     # other threads' ops are not traced
 
     def new_slot(self, t):
         k = len(self.meta)
@@ -58,6 +61,8 @@ class _Tracer:
     # the seams
     def run_kernel(self, prim, inputs, attrs=None):
         out = self.plain_run(prim, inputs, attrs)
+        if threading.get_ident() != self.thread:
+            return out
         refs = tuple(self.ref(t) for t in inputs)
         outs = out if isinstance(out, tuple) else (out,)
         slots = tuple(self.new_slot(o) for o in outs)
@@ -66,6 +71,8 @@ class _Tracer:
 
     def make_tensor(self, a):
         t = self.plain_make(a)
+        if threading.get_ident() != self.thread:
+            return t
         k = self.arr_slot.get(id(a))
         if k is not None:          # a new tensor over a kernel's output (a saved output)
             self.slot_of[id(t)] = k
@@ -73,10 +80,15 @@ class _Tracer:
         return t
 
     def on_assign(self, var, value):
+        if threading.get_ident() != self.thread:
+            raise JitError("tf.jit: a variable was assigned from another thread while a "
+                           "function was being traced; the trace cannot tell whether the "
+                           "replay should repeat it. Trace (call the jitted function once) "
+                           "before other threads update its variables.")
         self.steps.append(("a", var, self.ref(value)))
 
     def on_read(self, t):
-        if id(t) in self.slot_of:
+        if id(t) in self.slot_of and threading.get_ident() == self.thread:
             raise JitError("tf.jit: the function reads the value of a tensor it computed "
                            "(item(), numpy(), print, bool()...) while being traced, so its "
                            "Python control flow may depend on values, which a replay cannot "
@@ -378,7 +390,7 @@ def _plan(tr, steps, last, escape):
 def _set_var(var, arr):
     """Variable.assign for a replay: the variable takes the array (accounting updated)."""
     E.release_buffer(var)
-    E.num_buffers += 1
+    E.count_buffers(1)
     var._buf = None
     var._data = arr
 
@@ -405,7 +417,7 @@ def jit(fn=None, *, max_traces=MAX_TRACES):
 
     @functools.wraps(fn)
     def wrapper(*args):
-        if E._recording or E._tracer is not None:
+        if E._tracer is not None or E.is_recording():
             return fn(*args)           # differentiated, or inside an outer trace: eagerly
         if not args:
             prog = programs.get(())
@@ -422,7 +434,12 @@ def jit(fn=None, *, max_traces=MAX_TRACES):
         prog = programs.get(key)
         if prog is not None:
             return prog(arrays)
-        result, prog = _trace(fn, ts)
+        if not _tracing.acquire(blocking=False):
+            return fn(*args)           # another thread is tracing: this call runs eagerly
+        try:
+            result, prog = _trace(fn, ts)
+        finally:
+            _tracing.release()
         if len(programs) >= max_traces:
             programs.pop(next(iter(programs)))
         programs[key] = prog

@@ -217,11 +217,16 @@ def backprop(y, dy, xs, sess, batch=False):
             lst = [None] * yn.nout
             lst[y._idx] = dy
             grads = {yn: lst}
-        E.enter_backward()
+        level = E.backward_level()
         try:
+            E.enter_backward()
             _sweep(order, grads, gsrc, src, needs, lead)
         finally:
-            E.exit_backward()
+            try:
+                E.exit_backward(level)
+            except BaseException:   # (interrupted on the way out: see engine.tidy)
+                E.exit_backward(level)
+                raise
     if source_hooks:
         for k in list(gsrc):
             entry = source_hooks.get(k)

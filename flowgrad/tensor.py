@@ -29,7 +29,7 @@ class Tensor:
         [2, 6, 12]
     """
     __slots__ = ("_data", "shape", "dtype", "id", "_node", "_idx", "kept", "_disposed", "_buf",
-                 "__weakref__")
+                 "_pin", "__weakref__")
     # NumPy defers to our reflected operators (array * tensor -> Tensor.__rmul__)
     __array_ufunc__ = None
     __hash__ = object.__hash__
@@ -265,8 +265,9 @@ class Variable(Tensor):
                                 f"{self.shape} must match")
         value.throw_if_disposed()
         data = value._data          # not a read of the value (tf.jit traces assignments)
-        if E._depth > 0 and E._session is not None:
-            for n in E._session.nodes:
+        sess = E.current_session()
+        if sess is not None:
+            for n in sess.nodes:
                 if any(t is self for t in n.inputs):
                     raise VariableError(
                         f"Variable '{self.name}' is assigned inside a gradient function after "
@@ -341,13 +342,10 @@ def _new_variable(init, name, trainable):
     v.dtype = init.dtype
     v.id = next(E._ids)
     v._node = None
-    v.kept = False
-    v._disposed = False
-    v._buf = None
+    v._pin = None
     v.name = name
     v.trainable = bool(trainable)
-    E.account_new(v)
-    E.share_buffer(init, v)
+    E.account_new(v, shares=init)      # (sets the live flags: an unfinished v uncounts nothing)
     return v
 
 

@@ -69,9 +69,10 @@ def explain_gradient(f, *args):
 
     def run():
         sites.want_sites(True)
-        sess, owner = E.begin_recording()
-        first_id = next(E._ids)          # tensors with smaller ids existed before f ran
+        level = E.recording_level()
         try:
+            sess, owner = E.begin_recording()
+            first_id = next(E._ids)          # tensors with smaller ids existed before f ran
             try:
                 y = f(*xs) if args else f()
             except DisposedError as e:
@@ -86,8 +87,7 @@ def explain_gradient(f, *args):
             return _explain(y, xs, labels, sess), _leaf_notes(y, xs, sess, first_id)
         finally:
             sites.want_sites(False)
-            if owner:
-                sess.release()
+            E.unwind_recording(level)
     result, notes = E.tidy(run)
     out.extend(result)
     return Explanation(out, notes)

@@ -270,8 +270,9 @@ def _lift(fun, arrays, diff, rng):
 
     def lifted(*ts):
         # its own recording when evaluated alone; nested (and recorded) when differentiated
-        sess, owner = E.begin_recording()
+        level = E.recording_level()
         try:
+            sess, owner = E.begin_recording()
             try:
                 s = (fun(*ts) * _tensor(w, dtype="float64")).sum()
             finally:
@@ -286,8 +287,7 @@ def _lift(fun, arrays, diff, rng):
                 total = term if total is None else total + term
             return total
         finally:
-            if owner:
-                sess.release()
+            E.unwind_recording(level)
     return lifted
 
 
@@ -353,8 +353,9 @@ def find_culprits(fun, arrays, diff, rng, rtol=1e-5, atol=1e-6):
 
     def run():
         sites.want_sites(True)
-        sess, owner = E.begin_recording()
+        level = E.recording_level()
         try:
+            sess, owner = E.begin_recording()
             try:
                 ts = _tensors(arrays)
                 y = fun(*ts)
@@ -368,8 +369,7 @@ def find_culprits(fun, arrays, diff, rng, rtol=1e-5, atol=1e-6):
             _check_cuts(sess, y, src, culprits)
         finally:
             sites.want_sites(False)
-            if owner:
-                sess.release()
+            E.unwind_recording(level)
     E.tidy(run)
     return culprits
 
@@ -429,14 +429,15 @@ def _check_node(n, rng, rtol, atol):
                     dx = tape.unbroadcast(dx, ins[i].shape, prim, i)
                 res[i] = dx.numpy().astype(np.float64) if dx.shape == ins[i].shape else None
         return res
-    E.enter_backward()
+    level = E.backward_level()
     try:
+        E.enter_backward()
         analytic = E.tidy(rule)
     except FlowgradError as e:
         return [Culprit(sites.op_name(n), prim.name, sites.node_site(n), "its inputs",
                         float("nan"), float("nan"), float("nan"), f"the rule fails: {e}")]
     finally:
-        E.exit_backward()
+        E.exit_backward(level)
     found = []
     for i in floats:
         a = analytic.get(i)

@@ -301,7 +301,7 @@ def _record(f, args, labels, name):
     outs = {}          # node -> its output tensors (seen by the kernel checker)
 
     def seen(prim, inputs, attrs, out):
-        if E._recording and inputs:
+        if inputs and E.is_recording():
             ys = out if isinstance(out, tuple) else (out,)
             n = ys[0]._node
             if n is not None:
@@ -322,10 +322,11 @@ def _record(f, args, labels, name):
 
     sites.want_sites(True)
     sites.add_checker(seen)
-    sess, owner = E.begin_recording()
-    start = len(sess.nodes)      # inside an outer gradient call, its nodes come first
-    ours = set()
+    level = E.recording_level()
     try:
+        sess, owner = E.begin_recording()
+        start = len(sess.nodes)      # inside an outer gradient call, its nodes come first
+        ours = set()
         try:
             arity = _arity(f)
             y = _call(f, arity, xs) if xs else f()
@@ -350,8 +351,7 @@ def _record(f, args, labels, name):
             tape.dx_hook = prev_hook
         return _build(nodes, ours, leaves, outs, grads, xs, labels, y, yn, name)
     finally:
-        if owner:
-            sess.release()
+        E.unwind_recording(level)
 
 
 def _leaves(nodes, y, ours):

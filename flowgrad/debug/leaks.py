@@ -28,8 +28,8 @@ def _made(a):
     return t
 
 
-def _accounted(t):
-    _orig["account_new"](t)
+def _accounted(t, shares=None):
+    _orig["account_new"](t, shares)
     for fn in _listeners:
         fn(t, "variable")
 

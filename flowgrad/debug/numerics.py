@@ -164,7 +164,7 @@ def _active():
 
 def _forward_check(prim, inputs, attrs, out):
     chk = _active()
-    if chk is None or not chk.forward or E._in_backward:
+    if chk is None or not chk.forward or E.in_backward():
         return
     outs = out if isinstance(out, tuple) else (out,)
     bad_out = any(_bad(o._data) for o in outs)
@@ -188,7 +188,7 @@ def _forward_check(prim, inputs, attrs, out):
     op = site.op if site is not None else prim.name
     bad = next(o for o in outs if _bad(o._data))
     finding = Finding(op, prim.name, "forward", site, bad._data, inputs, names, created)
-    if E._recording and created:
+    if created and E.is_recording():
         # perhaps a where() will not select it: hold it back until something uses it
         chk._pending[id(bad)] = (weakref.ref(bad), finding)
         return

@@ -54,7 +54,7 @@ def _on_kernel(prim, inputs, attrs, out):
 
 def _on_tensor(t, kind):
     for p in _active:
-        p.peak = max(p.peak, E.num_bytes)
+        p.peak = max(p.peak, E.total_bytes())
 
 
 def _start(p):
@@ -87,20 +87,20 @@ class _Run:
         self.kernels = []
         self.kernel_s = 0.0
         self.keep = keep_kernels
-        self.peak = E.num_bytes
+        self.peak = E.total_bytes()
 
     def kernel(self, prim, inputs, attrs, out, dt):
         self.kernel_s += dt
-        self.peak = max(self.peak, E.num_bytes)
+        self.peak = max(self.peak, E.total_bytes())
         if not self.keep:
             return
         outs = out if isinstance(out, tuple) else (out,)
         self.kernels.append(KernelInfo(
             name=prim.name,
             bytes_added=sum(E.nbytes(o) for o in outs),
-            total_bytes_snapshot=E.num_bytes,
+            total_bytes_snapshot=E.total_bytes(),
             tensors_added=len(outs),
-            total_tensors_snapshot=E.num_tensors,
+            total_tensors_snapshot=E.memory_counts()[0],
             input_shapes=[list(t.shape) for t in inputs],
             output_shapes=[list(o.shape) for o in outs],
             kernel_time_ms=dt * 1000.0,
@@ -136,7 +136,7 @@ def profile(f):
     if inspect.iscoroutinefunction(f):
         raise ArgumentError(_ASYNC)
     run = _Run()
-    start_bytes, start_tensors = E.num_bytes, E.num_tensors
+    start_bytes, start_tensors = E.total_bytes(), E.memory_counts()[0]
     _start(run)
     try:
         result = f()
@@ -146,9 +146,9 @@ def profile(f):
         getattr(result, "close", lambda: None)()
         raise ArgumentError(_ASYNC)
     names = list(dict.fromkeys(k.name for k in run.kernels))
-    return ProfileInfo(new_bytes=E.num_bytes - start_bytes,
-                       new_tensors=E.num_tensors - start_tensors,
-                       peak_bytes=max(run.peak, E.num_bytes), kernels=run.kernels,
+    return ProfileInfo(new_bytes=E.total_bytes() - start_bytes,
+                       new_tensors=E.memory_counts()[0] - start_tensors,
+                       peak_bytes=max(run.peak, E.total_bytes()), kernels=run.kernels,
                        result=result, kernel_names=names)
 
 

@@ -71,7 +71,7 @@ _sites = 0              # > 0 while some feature wants sites recorded on nodes
 
 def _instrumented(prim, inputs, attrs=None):
     out = _plain(prim, inputs, attrs)
-    if _sites and E._recording and inputs:
+    if _sites and inputs and E.is_recording():
         first = out[0] if isinstance(out, tuple) else out
         n = first._node
         if n is not None and getattr(n, "site", None) is None:
