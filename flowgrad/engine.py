@@ -802,7 +802,11 @@ def tidy(name_or_fn, fn=None):
     result = None
     try:
         begin_scope(name)
-        result = fn()
+        try:
+            result = fn()
+        except TypeError:
+            _check_no_params(fn)
+            raise
         if hasattr(result, "__await__"):
             raise ArgumentError("Cannot return a coroutine (or other awaitable) inside of "
                                 "tidy(): await it outside, or return its tensors.")
@@ -815,6 +819,20 @@ def tidy(name_or_fn, fn=None):
         except BaseException:
             unwind_scopes(level, result)
             raise
+
+
+def _check_no_params(fn):
+    """After a TypeError from fn(): if fn cannot be called without arguments, say so."""
+    import inspect
+    try:
+        sig = inspect.signature(fn)
+        sig.bind()
+    except ValueError:
+        return
+    except TypeError:
+        raise ArgumentError(f"tidy(fn): fn must take no arguments (it is called as fn()), "
+                            f"but {getattr(fn, '__name__', 'fn')}{sig} needs some: close over "
+                            f"the values instead, e.g. tidy(lambda: f(x)).") from None
 
 
 def keep(t):

@@ -9,6 +9,7 @@ import inspect
 
 from . import dtypes
 from . import engine as E
+from .args import check_arity
 from .errors import ArgumentError, DtypeError, GradientError, UnconnectedGradientError
 from .names import Result
 from .ops import OPS, PRIMITIVES
@@ -36,11 +37,21 @@ def _arity(f):
     return n
 
 
-def _call(f, arity, args):
+def _call(f, arity, args, api="grad(f)"):
     # seed 001 differentiates a zero-argument closure: pass only what f accepts
     if arity is not None and arity < len(args):
         args = args[:arity]
-    return f(*args)
+    return _fit(f, args, api)
+
+
+def _fit(f, args, api):
+    """f(*args), with a call that does not fit f's parameters explained (never a bare
+    TypeError); checked only after a TypeError, so a good call pays nothing."""
+    try:
+        return f(*args)
+    except TypeError:
+        check_arity(f, len(args), api, fewer_ok=True)
+        raise
 
 
 def _seed(y, dy, api, shape_prefix):
@@ -148,7 +159,7 @@ def grad(f, allow_unconnected=False):
     def grad_f(x, dy=None):
         def body():
             xt = convert(x, "x", "tf.grad")
-            _, gs = _gradients(lambda: _call(f, arity, [xt]), [xt], dy, "grad(f)(x)",
+            _, gs = _gradients(lambda: _call(f, arity, [xt], "grad(f)(x)"), [xt], dy, "grad(f)(x)",
                                "The shape of dy passed in grad(f)(x, dy) must match the "
                                "shape returned by f(x)", allow_unconnected, lambda i: "x")
             return gs[0]
@@ -175,7 +186,8 @@ def grads(f, allow_unconnected=False):
     def grads_f(args, dy=None):
         def body():
             xs = _as_args(args, "grads")
-            _, gs = _gradients(lambda: _call(f, arity, xs), xs, dy, "grads(f)([x1,...])",
+            _, gs = _gradients(lambda: _call(f, arity, xs, "grads(f)([x1,...])"), xs, dy,
+                               "grads(f)([x1,...])",
                                "The shape of dy passed in grads(f)([x1,...], dy) must match "
                                "the shape returned by f([x1,...])", allow_unconnected,
                                lambda i: f"args[{i}]")
@@ -201,7 +213,7 @@ def value_and_grad(f, allow_unconnected=False):
     def vg(x, dy=None):
         def body():
             xt = convert(x, "x", "value_and_grad")
-            y, gs = _gradients(lambda: _call(f, arity, [xt]), [xt], dy,
+            y, gs = _gradients(lambda: _call(f, arity, [xt], "value_and_grad(f)(x)"), [xt], dy,
                                "value_and_grad(f)(x)",
                                "The shape of dy passed in value_and_grad(f)(x, dy) must match "
                                "the shape returned by f(x)", allow_unconnected,
@@ -226,8 +238,8 @@ def value_and_grads(f, allow_unconnected=False):
     def vgs(args, dy=None):
         def body():
             xs = _as_args(args, "value_and_grads")
-            y, gs = _gradients(lambda: _call(f, arity, xs), xs, dy,
-                               "value_and_grads(f)([x1,...])",
+            y, gs = _gradients(lambda: _call(f, arity, xs, "value_and_grads(f)([x1,...])"), xs,
+                               dy, "value_and_grads(f)([x1,...])",
                                "The shape of dy passed in value_and_grads(f)([x1,...], dy) "
                                "must match the shape returned by f([x1,...])",
                                allow_unconnected, lambda i: f"args[{i}]")
@@ -317,7 +329,7 @@ def _variable_pass(f, train):
     try:
         sess, owner = E.begin_recording()
         try:
-            y = f()
+            y = _fit(f, (), "variable_grads(f)")
         finally:
             E.end_recording()
         if not isinstance(y, Tensor):
@@ -377,6 +389,7 @@ def custom_grad(f):
     name = getattr(f, "__name__", "custom_grad")
     if name == "<lambda>":
         name = "custom_grad"
+    arity = _arity(f)
 
     def op(*inputs):
         xs = []
@@ -399,7 +412,8 @@ def custom_grad(f):
                 raise ArgumentError("save() takes a list of tensors: save([x, y])")
             saved[:] = list(tensors)
 
-        out = f(*xs, save)
+        # (f may leave out ``save``, as a JS function ignores extra arguments)
+        out = _call(f, arity, (*xs, save), "custom_grad(f)")
         value, grad_func = _parse_custom(out)
         if not E.is_recording() or not xs:
             return value

@@ -347,17 +347,6 @@ def call_one(name, fn, args, kw, subs):
 
 # functions that never read the values of their tensor arguments
 _NO_READ = {"zeros_like", "ones_like", "tidy", "variable_grads"}
-# (function, argument) -> where the check belongs: files this change could not edit. Their
-# failures are expected (test_pending_families_still_open says when they are fixed).
-PENDING = {(n, "f"): "gradients.py: args.check_arity(f, n, api, fewer_ok=True)"
-           for n in ("grad", "grads", "value_and_grad", "value_and_grads", "variable_grads",
-                     "custom_grad")}
-PENDING.update({("grads", "args"): "gradients.py: args.check_arity (a single tensor for a "
-                                   "function of two parameters)",
-                ("minimize", "arg"): "gradients.py: variable_grads checks f's arity",
-                ("tidy", "fn"): "engine.tidy: args.check_arity(fn, 0, 'tidy')"})
-
-
 def _value(bad):
     v = BAD[bad]
     return v() if bad == "disposed" else v
@@ -397,11 +386,6 @@ def _report(failures):
     return "\n".join(f"{n}({a}={b}): {why}" for (n, a, b), why in sorted(failures.items()))
 
 
-def _open(failures):
-    return {k: v for k, v in failures.items()
-            if not any((k[0], arg) in PENDING for arg in k[1].split("+"))}
-
-
 def test_base_calls_succeed():
     """Every base call is valid, so each fuzzed call differs from a good one in one place."""
     bad = {}
@@ -419,23 +403,14 @@ def test_fuzz_public_api():
     before = tf.memory()["num_tensors"]
     calls, failures = fuzz()
     assert calls > 15000
-    failures = _open(failures)
     assert not failures, f"{len(failures)} of {calls} calls:\n" + _report(failures)
     assert tf.memory()["num_tensors"] - before <= 2      # nothing leaks, errors included
-
-
-@pytest.mark.xfail(reason="f's parameter count is not checked by gradients.py and engine.tidy "
-                          "yet (see PENDING)", strict=False)
-def test_pending_families_still_open():
-    calls, failures = fuzz(only=set(PENDING))
-    assert calls and not failures, _report(failures)
 
 
 @pytest.mark.slow
 def test_fuzz_public_api_pairs():
     """Bad values in two arguments at once, 100,000 seeded calls."""
     calls, failures = fuzz(pairs=100_000, seed=2024)
-    failures = _open(failures)
     assert not failures, f"{len(failures)} of {calls} calls:\n" + _report(failures)
 
 
