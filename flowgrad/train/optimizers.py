@@ -5,22 +5,23 @@ TF.js does, so trajectories match TF.js to float32 rounding. Where TF.js is brok
 flowgrad is right: ``set_momentum`` takes effect, slot state follows each variable (not its
 position in a list), Adam and Adamax create no trainable variables, Adamax has weights.
 Beyond TF.js: AdamW, learning-rate schedules, gradient clipping on every optimizer, and
-``skip_nonfinite`` so one NaN gradient does not poison every weight.
+``skip_nonfinite`` so one NaN gradient does not poison every weight. An update is whole or
+nothing (update.py): an error or Ctrl-C in ``minimize`` changes no variable, slot or count.
 """
 import math
 import warnings
 
-from .. import dtypes
 from .. import engine as E
 from ..args import as_int, as_number, describe, flag
-from ..errors import ArgumentError, FlowgradError, JitError, ShapeError
+from ..errors import ArgumentError, FlowgradError
 from ..gradients import variable_grads
 from ..names import Result, camel_to_snake
 from ..ops import OPS
-from ..tensor import Variable, _VARIABLES, convert, slot_variable
+from ..tensor import _VARIABLES
 from .clipping import clip_by_global_norm, clip_by_norm
 
-from . import fused
+from . import fused, update
+from .update import Plan, _named, _own_copy, _pairs  # noqa: F401 (_pairs: tf.distributed)
 from .fused import EPSILON      # TF.js cpu backend's epsilon(): the default of every epsilon
 
 
@@ -57,7 +58,9 @@ class Optimizer:
         self.global_clip_norm = global_clip_norm
         self.iterations = 0
         self.skipped_steps = 0
-        self._slots = {}          # id(variable) -> (variable, {slot name: slot variable})
+        # id(variable) -> (weakref to it, {slot name: slot variable}): the slots of a
+        # variable disposed or garbage-collected are dropped at the next update
+        self._slots = {}
         self._disposed = False
         # an observer (tf.debug.GradientMonitor): on_apply(opt, pairs, loss) before each
         # update, on_applied(opt, pairs) after it; None costs nothing
@@ -97,12 +100,18 @@ class Optimizer:
         """
         self._check_alive()
         value, grads = self.compute_gradients(f, var_list)
-        if var_list is not None:
-            pairs = [(v, grads.get(v.name)) for v in var_list]
-        else:
-            pairs = [(_VARIABLES[name], g) for name, g in grads.items() if name in _VARIABLES]
-        self._apply(pairs, skip_nonfinite, value)
-        E.dispose([g for _, g in pairs if g is not None])
+        try:
+            if var_list is not None:
+                pairs = [(v, grads.get(v.name)) for v in var_list]
+            else:
+                pairs = [(_VARIABLES[name], g) for name, g in grads.items()
+                         if name in _VARIABLES]
+            self._apply(pairs, skip_nonfinite, value)
+        except BaseException:
+            value.dispose()
+            raise
+        finally:
+            E.dispose(list(grads.values()))
         if return_cost:
             return value
         value.dispose()
@@ -119,6 +128,8 @@ class Optimizer:
         ``{"name": ..., "tensor": ...}``. A None gradient skips its variable.
 
         Returns True if the update was applied (False when ``skip_nonfinite`` skipped it).
+        The update is whole or nothing: if it raises (or is interrupted), no variable, slot
+        or step count changed. A disposed variable with a gradient is a ``DisposedError``.
         """
         self._check_alive()
         return self._apply(_pairs(grads), skip_nonfinite)
@@ -126,19 +137,24 @@ class Optimizer:
     def get_weights(self):
         """``[("iter", int32 scalar), ("<var>/<slot>", tensor)...]`` as name/tensor
         results, in TF.js's order (slot by slot, variables in order of first update). The
-        tensors are copies."""
+        tensors are copies. Slots of variables disposed (or garbage-collected) since are
+        dropped, not listed: the optimizer keeps no state for dead variables."""
         self._check_alive()
+        update.prune(self)
         out = [Result(name="iter", tensor=OPS["scalar"](self.iterations, "int32"))]
+        entries = [(v, slots) for v, slots in ((r(), sl) for r, sl in self._slots.values())
+                   if v is not None]
         for slot in self.slot_names:
-            for var, slots in self._slots.values():
-                # a copy: fused updates change slot arrays in place
+            for var, slots in entries:
                 out.append(Result(name=f"{var.name}/{slot}",
                                   tensor=OPS["tensor"](slots[slot].numpy())))
         return out
 
     def set_weights(self, weights):
         """Restore what ``get_weights()`` returned: the first entry is the iteration count,
-        the others are matched to slots by their ``<var>/<slot>`` names."""
+        the others are matched to slots by their ``<var>/<slot>`` names (of registered
+        variables; slots not named keep their values). All or nothing: an entry that does
+        not fit raises before anything changes."""
         self._check_alive()
         if not isinstance(weights, (list, tuple)):
             raise ArgumentError(f"{self.class_name}.set_weights() takes the list that "
@@ -147,9 +163,14 @@ class Optimizer:
         if not entries:
             raise ArgumentError("set_weights() needs at least the iteration count")
         name, it = entries[0]
-        self.iterations = as_int(it, "the iteration count (the first entry)",
-                                 f"{self.class_name}.set_weights()", 0)
-        for name, t in entries[1:]:
+        iterations = as_int(it, "the iteration count (the first entry)",
+                            f"{self.class_name}.set_weights()", 0)
+        update.prune(self)
+        E.tidy(lambda: self._set_weights(iterations, entries[1:]))
+
+    def _set_weights(self, iterations, entries):
+        plan, values = Plan(self, iterations, counts=False), {}
+        for name, t in entries:
             if name is None or "/" not in name:
                 raise ArgumentError(f"{self.class_name}.set_weights(): entries after the first "
                                     f"need names '<variable>/<slot>', got {name!r}")
@@ -160,7 +181,15 @@ class Optimizer:
             var = _VARIABLES.get(vname)
             if var is None:
                 raise ArgumentError(f"set_weights(): no variable named '{vname}' is registered")
-            self._slots_of(var)[slot].assign(_own_copy(t, name, var))
+            # (by id: == on tensors is elementwise; a later entry wins)
+            values[(id(var), slot)] = (var, slot, _own_copy(t, name, var))
+        try:
+            for var, slot, value in values.values():
+                plan.put(plan.slots(var)[slot], value)
+        except BaseException:
+            plan.abandon()
+            raise
+        plan.commit()
 
     def get_config(self):
         """The constructor's arguments (snake_case keys; camelCase keys resolve too)."""
@@ -177,7 +206,8 @@ class Optimizer:
         return cls(**dict(config))
 
     def dispose(self):
-        """Free the optimizer's slot variables."""
+        """Free the optimizer's slot variables (a variable's are also freed at the first
+        update or get_weights() after that variable is disposed)."""
         for _, slots in self._slots.values():
             for s in slots.values():
                 s.dispose()
@@ -199,61 +229,15 @@ class Optimizer:
         if self._disposed:
             raise FlowgradError(f"This {self.class_name} optimizer was disposed.")
 
-    def _slots_of(self, var):
-        entry = self._slots.get(id(var))
-        if entry is None or entry[0] is not var:
-            slots = {}
-            for name, init in self._slot_init(var).items():
-                slots[name] = slot_variable(init, f"{var.name}/{name}")
-            entry = self._slots[id(var)] = (var, slots)
-        return entry[1]
-
     def _apply(self, pairs, skip_nonfinite, loss=None):
         skip_nonfinite = _option(skip_nonfinite, "skip_nonfinite", self)
-        pairs = [(v, _grad_for(v, g)) for v, g in pairs]
-        pairs = self._clip(pairs)
-        if self.monitor is not None:
-            self.monitor.on_apply(self, pairs, loss)
-        if skip_nonfinite:
-            bad = [(v, g) for v, g in pairs if g is not None and not bool(g.is_finite().all())]
-            if bad:
-                self.skipped_steps += 1
-                names = ", ".join(f"'{v.name}'" for v, _ in bad)
-                warnings.warn(f"{self.class_name}: update {self.iterations + 1} skipped: the "
-                              f"gradient of {names} has NaN or Inf values "
-                              f"({self.skipped_steps} skipped so far).",
-                              NonFiniteGradientWarning, stacklevel=4)
-                return False
-        lr = self.current_learning_rate()
-
-        # one fused kernel per variable unless the update itself is being differentiated,
-        # or the backend's functions take no out= buffers (the standard has none)
-        rule = None if E.is_recording() or not E.B.supports_out else _FUSED.get(type(self))
-        if rule is None and E._tracer is not None:
-            # the op-by-op rule reads the step count and learning rate in Python: a replay
-            # would repeat this step's bias corrections forever
-            raise JitError(f"tf.jit cannot replay this {self.class_name} update: on backend "
-                           f"'{E.B.name}' (no out= buffers) or inside a gradient function it "
-                           f"is computed op by op, with the step count as a Python number "
-                           f"a replay would freeze. Call minimize() outside tf.jit here.")
-
-        def step():
-            for var, g in pairs:
-                slots = self._slots_of(var)
-                if g is None or var.is_disposed:
-                    continue
-                if rule is not None:
-                    new = fused.run(rule, self, var, g, slots)
-                else:
-                    new = self._update(var, g, slots, lr)
-                var.assign(new)
-        E.tidy(step)
-        if rule is not None:
-            fused.tick(self)
-        else:
-            self.iterations += 1
-        if self.monitor is not None:
-            self.monitor.on_applied(self, pairs)
+        update.prune(self)
+        update.check_targets(self, pairs)
+        rule = _FUSED.get(type(self))
+        skipped = E.tidy(lambda: update.step(self, pairs, skip_nonfinite, loss, rule))
+        if skipped:
+            warnings.warn(skipped, NonFiniteGradientWarning, stacklevel=3)
+            return False
         return True
 
     def _clip(self, pairs):
@@ -274,6 +258,8 @@ class Optimizer:
         return {}
 
     def _update(self, var, g, slots, lr):
+        """``(new value, {slot name: new value})``: tensors computed with flowgrad ops,
+        nothing assigned (the commit assigns)."""
         raise NotImplementedError
 
 
@@ -284,62 +270,6 @@ def _check_lr(lr, name):
         raise ArgumentError(f"{name}: learning_rate must be a number or a schedule (a "
                             f"callable of the step), got {lr!r}")
     return float(lr)
-
-
-def _named(w):
-    if isinstance(w, Result) or isinstance(w, dict):
-        return w["name"], w["tensor"]
-    if isinstance(w, (tuple, list)) and len(w) == 2 and isinstance(w[0], str):
-        return w[0], w[1]
-    return None, w
-
-
-def _pairs(grads):
-    """(variable, gradient) pairs from any of the accepted forms."""
-    if isinstance(grads, dict):
-        items = list(grads.items())
-        return [(_lookup(k), g) for k, g in items]
-    if isinstance(grads, (list, tuple)):
-        out = []
-        for item in grads:
-            if isinstance(item, (tuple, list)) and len(item) == 2 and isinstance(item[1],
-                                                                                 Variable):
-                out.append((item[1], item[0]))          # TF-Python's (grad, var)
-            elif isinstance(item, (dict, Result)):
-                out.append((_lookup(item["name"]), item["tensor"]))
-            else:
-                raise ArgumentError(
-                    f"apply_gradients(): list entries must be (gradient, variable) pairs or "
-                    f"{{'name': ..., 'tensor': ...}}, got {type(item).__name__}")
-        return out
-    raise ArgumentError(f"apply_gradients() takes a mapping of variable (or name) to gradient, "
-                        f"or a list of (gradient, variable) pairs; got {type(grads).__name__}")
-
-
-def _lookup(key):
-    if isinstance(key, Variable):
-        return key
-    var = _VARIABLES.get(key)
-    if var is None:
-        raise ArgumentError(f"apply_gradients(): no variable named {key!r} is registered (was "
-                            f"it disposed, or renamed?)")
-    return var
-
-
-def _grad_for(var, g):
-    if g is None:
-        return None
-    g = convert(g, "gradient", "apply_gradients")
-    if g.shape != var.shape:
-        try:
-            g = OPS["broadcast_to"](g, var.shape)
-        except ShapeError:
-            raise ShapeError(f"apply_gradients(): the gradient of '{var.name}' has shape "
-                             f"{g.shape}, which does not fit the variable's shape "
-                             f"{var.shape}") from None
-    if g.dtype != var.dtype:
-        g = g.cast(var.dtype if dtypes.is_float(var.dtype) else dtypes.float32)
-    return g
 
 
 # ---------------------------------------------------------------- the optimizers
@@ -363,7 +293,7 @@ class SGDOptimizer(Optimizer):
     class_name = "SGD"
 
     def _update(self, var, g, slots, lr):
-        return g * -lr + var
+        return g * -lr + var, {}
 
 
 class MomentumOptimizer(Optimizer):
@@ -386,12 +316,10 @@ class MomentumOptimizer(Optimizer):
         return {"momentum": OPS["zeros_like"](var)}
 
     def _update(self, var, g, slots, lr):
-        acc = slots["momentum"]
-        new_acc = acc * self.momentum + g
-        acc.assign(new_acc)
+        new_acc = slots["momentum"] * self.momentum + g
         if self.use_nesterov:
-            return (g + new_acc * self.momentum) * -lr + var
-        return new_acc * -lr + var
+            return (g + new_acc * self.momentum) * -lr + var, {"momentum": new_acc}
+        return new_acc * -lr + var, {"momentum": new_acc}
 
 
 class AdagradOptimizer(Optimizer):
@@ -410,10 +338,8 @@ class AdagradOptimizer(Optimizer):
                                            var.dtype)}
 
     def _update(self, var, g, slots, lr):
-        acc = slots["accumulator"]
-        new_acc = acc + g.square()
-        acc.assign(new_acc)
-        return (g / (new_acc + EPSILON).sqrt()) * -lr + var
+        new_acc = slots["accumulator"] + g.square()
+        return (g / (new_acc + EPSILON).sqrt()) * -lr + var, {"accumulator": new_acc}
 
 
 class AdadeltaOptimizer(Optimizer):
@@ -442,9 +368,7 @@ class AdadeltaOptimizer(Optimizer):
         denom = new_eg if self.use_updated_accumulator else eg
         delta = (ex + eps).sqrt() / (denom + eps).sqrt() * g
         new_ex = ex * rho + delta.square() * (1 - rho)
-        eg.assign(new_eg)
-        ex.assign(new_ex)
-        return delta * -lr + var
+        return delta * -lr + var, {"accum_grad": new_eg, "accum_var": new_ex}
 
 
 class AdamOptimizer(Optimizer):
@@ -469,13 +393,11 @@ class AdamOptimizer(Optimizer):
         t = self.iterations + 1
         new_m = m * b1 + g * (1 - b1)
         new_v = v * b2 + g.square() * (1 - b2)
-        m.assign(new_m)
-        v.assign(new_v)
-        return new_m / (1 - b1 ** t), new_v / (1 - b2 ** t)
+        return new_m / (1 - b1 ** t), new_v / (1 - b2 ** t), {"m": new_m, "v": new_v}
 
     def _update(self, var, g, slots, lr):
-        m_hat, v_hat = self._moments(g, slots)
-        return (m_hat / (v_hat.sqrt() + self.epsilon)) * -lr + var
+        m_hat, v_hat, new = self._moments(g, slots)
+        return (m_hat / (v_hat.sqrt() + self.epsilon)) * -lr + var, new
 
 
 class AdamWOptimizer(AdamOptimizer):
@@ -490,9 +412,9 @@ class AdamWOptimizer(AdamOptimizer):
         self.weight_decay = _hyper(weight_decay, "weight_decay", self)
 
     def _update(self, var, g, slots, lr):
-        m_hat, v_hat = self._moments(g, slots)
+        m_hat, v_hat, new = self._moments(g, slots)
         step = m_hat / (v_hat.sqrt() + self.epsilon) + var * self.weight_decay
-        return step * -lr + var
+        return step * -lr + var, new
 
 
 class AdamaxOptimizer(Optimizer):
@@ -519,9 +441,8 @@ class AdamaxOptimizer(Optimizer):
         step_lr = -lr / (self.iterations * self.decay + 1)
         new_m = m * self.beta1 + g * (1 - self.beta1)
         new_u = (u * self.beta2).maximum(g.abs())
-        m.assign(new_m)
-        u.assign(new_u)
-        return (new_m / (new_u + self.epsilon)) * (step_lr / (1 - self.beta1 ** t)) + var
+        return ((new_m / (new_u + self.epsilon)) * (step_lr / (1 - self.beta1 ** t)) + var,
+                {"m": new_m, "u": new_u})
 
 
 class RMSPropOptimizer(Optimizer):
@@ -549,17 +470,14 @@ class RMSPropOptimizer(Optimizer):
         rho = self.decay
         ms, mom = slots["rms"], slots["momentum"]
         new_ms = ms * rho + g.square() * (1 - rho)
+        new = {"rms": new_ms}
         if self.centered:
-            mg = slots["mg"]
-            new_mg = mg * rho + g * (1 - rho)
+            new["mg"] = new_mg = slots["mg"] * rho + g * (1 - rho)
             denom = (new_ms - (new_mg.square() + self.epsilon)).sqrt()
-            mg.assign(new_mg)
         else:
             denom = (new_ms + self.epsilon).sqrt()
-        new_mom = mom * self.momentum + (g * lr) / denom
-        ms.assign(new_ms)
-        mom.assign(new_mom)
-        return var - new_mom
+        new["momentum"] = new_mom = mom * self.momentum + (g * lr) / denom
+        return var - new_mom, new
 
 
 # ---------------------------------------------------------------- factories (tf.train.*)
@@ -647,15 +565,6 @@ def rmsprop(learning_rate=None, decay=0.9, momentum=0.0, epsilon=None, centered=
     True
     """
     return RMSPropOptimizer(learning_rate, decay, momentum, epsilon, centered, **clip)
-
-
-def _own_copy(t, name, var):
-    """A private copy of t in var's dtype (fused updates write into slot arrays)."""
-    t = convert(t, name, "set_weights", dtype=var.dtype)
-    arr = t.numpy()
-    if arr.dtype != dtypes.NP[var.dtype]:
-        arr = arr.astype(dtypes.NP[var.dtype])
-    return OPS["tensor"](arr)
 
 
 _FUSED = {SGDOptimizer: fused.sgd, MomentumOptimizer: fused.momentum,
