@@ -53,6 +53,10 @@ def canonical(dtype, where="dtype", fn=None):
     shape = getattr(dtype, "shape", None)
     shown = repr(dtype) if shape is None or isinstance(dtype, (type, np.dtype)) else \
         f"(a {type(dtype).__name__} of shape {list(shape)})"
+    if isinstance(dtype, str) and dtype == "string":
+        raise DtypeError(f"{fn + ': ' if fn else ''}{where} 'string' is not possible here: "
+                         f"string tensors come only from strings (tf.tensor(['a', 'b'])), "
+                         f"and numeric ops take 'float32', 'float64', 'int32' or 'bool'.")
     raise DtypeError(f"{fn + ': ' if fn else ''}Unknown {where} {shown}: flowgrad supports "
                      f"'float32', 'float64', 'int32' and 'bool'.")
 
@@ -86,7 +90,14 @@ def promote(a, b):
     >>> promote("int32", "float32"), promote("float32", "float64")
     ('float32', 'float64')
     """
-    return a if _RANK[a] >= _RANK[b] else b
+    try:
+        return a if _RANK[a] >= _RANK[b] else b
+    except KeyError:
+        if "string" not in (a, b):
+            raise
+        from .strings import OPS_HINT
+        raise DtypeError(f"A {a} and a {b} tensor cannot meet in an op that computes: "
+                         f"{OPS_HINT}") from None
 
 
 def is_float(dtype):

@@ -27,13 +27,16 @@ import numpy as np
 
 from . import dtypes
 from . import backends
-from .errors import (ArgumentError, BackendError, DisposedError, FlowgradError, KernelError,
-                     ShapeError)
+from .errors import (ArgumentError, BackendError, DisposedError, DtypeError, FlowgradError,
+                     KernelError, ShapeError)
+from .strings import OPS_HINT as STRINGS_HINT, STRING_DTYPE
 
 B = backends.active()      # the active backend namespace, passed to every kernel
 _T = None                  # the Tensor class, set by tensor.py (which sits above us)
 _NAME = dict(dtypes.NAME)  # backend dtype -> flowgrad name, for every backend made
-_ITEM = {"float32": 4, "float64": 8, "int32": 4, "bool": 1}     # bytes per element
+_ITEM = {"float32": 4, "float64": 8, "int32": 4, "bool": 1,     # bytes per element
+         "string": 1}      # a StringArray's size is its UTF-8 bytes (TF.js counts those)
+_NAME[STRING_DTYPE] = "string"
 _check_types = None        # the active backend's array types, once a second one was used
 _ids = itertools.count()   # (next() on a count is atomic under the GIL)
 _tracer = None             # flowgrad.jit's tracer while a function is being traced
@@ -272,6 +275,7 @@ def _use_backend(ns):
     # warn when compared (array-api-strict's do)
     _NAME.clear()
     _NAME.update((v, k) for k, v in ns.dtypes.items())
+    _NAME[STRING_DTYPE] = "string"      # string tensors are host data, on every backend
     if ns.name != "numpy" or _check_types is not None:
         _check_types = ns.array_types
 
@@ -405,6 +409,11 @@ def dispose_tensor(t):
 def kernel_error(prim, inputs, e):
     """A backend failure, as a flowgrad error naming the op and its inputs (never a bare
     NumPy traceback)."""
+    for i, t in enumerate(inputs):
+        if t.dtype == "string":      # a StringArray refuses numeric work (strings.py)
+            name = prim.arg_names[i] if i < len(prim.arg_names) else f"input {i}"
+            return DtypeError(f"Argument '{name}' passed to '{prim.name}' must be numeric "
+                              f"tensor, but got string tensor ({STRINGS_HINT})")
     described = ", ".join(f"{t.dtype} {tuple(t.shape)}" for t in inputs)
     msg = str(e)
     if "broadcast" in msg:

@@ -3,7 +3,14 @@
 Scalars print like JS ``Number.prototype.toString`` of the value (a float32 widened to a
 double: ``0.3333333432674408``); elements of rank >= 1 print like
 ``parseFloat(v.toFixed(7)).toString()``; columns are padded to their widest entry; more
-than 20 entries along an axis show the first 3, ``...`` and the last 3.
+than 20 entries along an axis show the first 3, ``...`` and the last 3. Strings are
+single-quoted (``['a', 'bc']``), except a scalar string, which prints as it is.
+
+>>> import flowgrad as tf
+>>> tf.tensor([["a", "bc"], ["def", "g"]]).print()
+Tensor
+    [['a'  , 'bc'],
+     ['def', 'g' ]]
 """
 import math
 from decimal import Decimal
@@ -72,6 +79,8 @@ def _val(v, dtype):
         return "true" if v else "false"
     if dtype == "int32":
         return str(int(v))
+    if dtype == "string":
+        return f"'{v}'"             # TF.js quotes the elements of rank >= 1 ...
     return js_fixed7(v)
 
 
@@ -80,6 +89,8 @@ def _scalar(v, dtype):
         return "true" if v else "false"
     if dtype == "int32":
         return str(int(v))
+    if dtype == "string":
+        return v                    # ... but prints a scalar string as it is
     return js_number(float(v))
 
 

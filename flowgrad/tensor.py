@@ -379,7 +379,8 @@ def to_array(values, dtype=None, where="tensor"):
         arr = np.asarray(values)
         src = dtypes.from_numpy(arr.dtype) if arr.dtype.kind != "U" else None
         if src is None:
-            raise DtypeError(f"{where}: string tensors are not supported.")
+            raise DtypeError(f"{where}: strings are not numbers (a string tensor, "
+                             f"tf.tensor(['a', ...]), takes part in no numeric op).")
     elif isinstance(values, (bool, int, float)):
         arr = np.asarray(values)
         src = dtypes.bool_ if isinstance(values, bool) else dtypes.float32

@@ -4,6 +4,7 @@ import types
 
 import numpy as np
 
+from ..strings import StringArray
 from .memory import tune_malloc
 
 
@@ -27,8 +28,9 @@ def make_numpy_backend():
     ns.permute_dims = _permute_dims
     ns.dtypes = {"float32": np.dtype(np.float32), "float64": np.dtype(np.float64),
                  "int32": np.dtype(np.int32), "bool": np.dtype(np.bool_)}
-    # NOTE: ufuncs on 0-d arrays return NumPy scalars: those are this backend's arrays too
-    ns.array_types = (np.ndarray, np.float32, np.float64, np.int32, np.bool_)
+    # NOTE: ufuncs on 0-d arrays return NumPy scalars: those are this backend's arrays too;
+    # string tensors hold host StringArrays (flowgrad/strings.py)
+    ns.array_types = (np.ndarray, np.float32, np.float64, np.int32, np.bool_, StringArray)
     ns.to_numpy = _same
     ns.from_numpy = _same
     ns.supports_out = True

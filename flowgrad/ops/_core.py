@@ -21,6 +21,7 @@ from .. import engine as E
 from ..args import (alive, as_int, as_ints, as_number, flag, norm_axes,  # noqa: F401
                     norm_axis)  # (re-exported: the family files import them from here)
 from ..errors import DtypeError
+from ..strings import OPS_HINT as _STRINGS_HINT, STRING
 from ..tensor import Tensor, convert
 
 OPS = {}         # public name -> function: everything exported as tf.<name>
@@ -75,12 +76,20 @@ def _finish(public, prim, kernel, opname, method):
     return public
 
 
+def no_strings(x, opname, arg="x"):
+    """Refuse a string tensor where numbers are needed, in TF.js's words."""
+    if x.dtype == STRING:
+        raise DtypeError(f"Argument '{arg}' passed to '{opname}' must be numeric tensor, but "
+                         f"got string tensor ({_STRINGS_HINT})")
+
+
 def as_float(x, opname, arg="x"):
     """x as a float tensor: int32 and bool become float32 (TF.js does so for exp and erf,
     and flowgrad does it for every op that is only defined on reals)."""
     if not isinstance(x, Tensor):
         x = convert(x, arg, opname)
     if x.dtype not in FLOATS:
+        no_strings(x, opname, arg)
         x = cast(x, f32)
     return x
 
@@ -91,6 +100,8 @@ def as_numeric(x, opname, arg="x"):
         x = convert(x, arg, opname)
     if x.dtype == dtypes.bool_:
         x = cast(x, dtypes.int32)
+    elif x.dtype == STRING:
+        no_strings(x, opname, arg)
     return x
 
 
@@ -141,13 +152,19 @@ def binary_args(a, b, opname):
             return a, b
     elif ta:
         if type(b) in (int, float):
-            dt = a.dtype if a.dtype in FLOATS else f32
+            dt = a.dtype
+            if dt not in FLOATS:
+                no_strings(a, opname, "a")
+                dt = f32
             return (a if a.dtype == dt else cast(a, dt)), scalar_of(b, dt)
         b = convert(b, "b", opname)
         da, db = a.dtype, b.dtype
     elif tb:
         if type(a) in (int, float):
-            dt = b.dtype if b.dtype in FLOATS else f32
+            dt = b.dtype
+            if dt not in FLOATS:
+                no_strings(b, opname, "b")
+                dt = f32
             return scalar_of(a, dt), (b if b.dtype == dt else cast(b, dt))
         a = convert(a, "a", opname)
         da, db = a.dtype, b.dtype
@@ -157,6 +174,8 @@ def binary_args(a, b, opname):
         da, db = a.dtype, b.dtype
     if da == db:
         return a, b
+    no_strings(a, opname, "a")
+    no_strings(b, opname, "b")
     dt = dtypes.promote(da, db)
     return (a if da == dt else cast(a, dt)), (b if db == dt else cast(b, dt))
 

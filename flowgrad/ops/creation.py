@@ -12,6 +12,7 @@ from .. import dtypes
 from .. import engine as E
 from ..errors import ArgumentError, BackendError, DtypeError, ShapeError
 from ..args import check_alloc
+from ..strings import STRING, string_tensor, wants_strings
 from ..tensor import Tensor, convert, to_array
 from ._core import as_int, as_number, as_tensor, export, primitive
 
@@ -44,16 +45,26 @@ def _seed(seed, fn):
 
 @export(method=False)
 def tensor(values, shape=None, dtype=None):
-    """A tensor from a number, bool, nested list or NumPy array.
+    """A tensor from a number, bool, string, nested list or NumPy array.
+
+    Strings make a tensor of dtype 'string' (see ``flowgrad.strings`` for what works on
+    them: printing, reading, clone, reshape, dispose; ``memory()`` counts their UTF-8 bytes).
 
     >>> import flowgrad as tf
     >>> tf.tensor([1, 2, 3, 4], shape=[2, 2]).print()
     Tensor
         [[1, 2],
          [3, 4]]
+    >>> tf.tensor(["a", "b"]).print()
+    Tensor
+        ['a', 'b']
     """
     if isinstance(values, Tensor):
         values.throw_if_disposed()
+        if values.dtype == STRING:
+            return string_tensor(values, shape, dtype, "tensor()")
+    if wants_strings(values, dtype):
+        return string_tensor(values, shape, dtype, "tensor()")
     arr = to_array(values, _dtype(dtype, None, "tensor()"), where="tensor()")
     if shape is not None:
         shape = _shape(shape, "tensor()")
@@ -141,6 +152,8 @@ def _tensor_nd(rank):
     name = f"tensor{rank}d"
 
     def make(values, shape=None, dtype=None):
+        if wants_strings(values, dtype):
+            return string_tensor(values, shape, dtype, f"{name}()", rank)
         if shape is not None and len(_shape(shape, f"{name}()")) != rank:
             raise ShapeError(f"{name}() requires shape to have {_words[rank]} numbers")
         arr = to_array(values, _dtype(dtype, None, f"{name}()"), where=f"{name}()")
@@ -170,6 +183,8 @@ def tensor1d(values, dtype=None):
     >>> tf.tensor1d([1, 2, 3]).shape
     (3,)
     """
+    if wants_strings(values, dtype):
+        return string_tensor(values, None, dtype, "tensor1d()", 1)
     arr = to_array(values, _dtype(dtype, None, "tensor1d()"), where="tensor1d()")
     if arr.ndim != 1:
         raise ShapeError("tensor1d() requires values to be a flat/TypedArray")
