@@ -244,42 +244,43 @@ def check_every_point(kind, step, warm=True, stride=1):
         s.dispose()
     assert counted.commit_points
     ks = set(range(1 + KINDS.index(kind) % stride, n + 1, stride)) | {n}
-    ks |= {k + d for k in counted.commit_points for d in (-1, 0, 1)}
-    seen, fired = {"before": 0, "after": 0}, 0
+    near_commit = {k + d for k in counted.commit_points for d in (-1, 0, 1)}
+    ks |= near_commit
+    seen, fired, base = {"before": 0, "after": 0}, 0, counts()
     # (the number of points varies a little from run to run: finalizers run at times)
-    for k in sorted(ks):
+    for i, k in enumerate(sorted(ks)):
         s = Setup(kind, warm)
         try:
-            mem = counts()
             t = run_interrupted(lambda: step(s), k)
             got = state(s.opt)
             assert got in (before, after), f"{kind}: half a step after an interrupt at " \
                                            f"point {k} of {n}"
             seen["before" if got == before else "after"] += 1
-            if warm:        # (a first step adds slots)
-                assert counts() == mem, f"{kind}: counts changed by an interrupt at {k}"
             fired += t.fired
         finally:
             s.dispose()
+        # memory counts exact once all is disposed (gc is slow: not after every run)
+        if k in near_commit or i % 5 == 0:
+            assert counts() == base, f"{kind}: counts off after an interrupt at {k}"
     assert seen["before"] and seen["after"] and fired > 0.9 * len(ks)
     return n
 
 
 @pytest.mark.parametrize("kind", KINDS)
 def test_an_interrupt_at_any_point_of_apply_gradients_is_all_or_nothing(kind):
-    # every point for Adam, every 4th (and the commit's) for the others: ~2 s each
+    # every point for Adam, every 7th (and the commit's) for the others
     check_every_point(kind, lambda s: s.opt.apply_gradients(s.pairs()),
-                      stride=1 if kind == "adam" else 4)
+                      stride=1 if kind == "adam" else 7)
 
 
 @pytest.mark.parametrize("kind", ["sgd", "adam", "rmsprop_centered"])
 def test_an_interrupt_at_any_point_of_a_first_step_is_all_or_nothing(kind):
-    check_every_point(kind, lambda s: s.opt.apply_gradients(s.pairs()), warm=False, stride=4)
+    check_every_point(kind, lambda s: s.opt.apply_gradients(s.pairs()), warm=False, stride=7)
 
 
 @pytest.mark.parametrize("kind", ["sgd", "adam"])
 def test_an_interrupt_at_any_point_of_minimize_is_all_or_nothing(kind):
-    n = check_every_point(kind, lambda s: tf.tidy(lambda: s.opt.minimize(s.loss)), stride=6)
+    n = check_every_point(kind, lambda s: tf.tidy(lambda: s.opt.minimize(s.loss)), stride=9)
     assert n > 100
 
 
@@ -291,12 +292,11 @@ def test_timer_interrupts_inside_minimize_leave_whole_steps():
     def alarm(signum, frame):
         raise KeyboardInterrupt
     old = signal.signal(signal.SIGALRM, alarm)
-    hits = 0
+    hits, base = 0, counts()
     try:
-        for _ in range(150):
+        for i in range(150):
             s = Setup("adam")
             try:
-                mem = counts()
                 try:
                     signal.setitimer(signal.ITIMER_REAL, float(rng.uniform(1e-5, 2e-3)))
                     try:
@@ -307,9 +307,10 @@ def test_timer_interrupts_inside_minimize_leave_whole_steps():
                     hits += 1
                 got = state(s.opt)
                 assert got in (before, after)
-                assert counts() == mem
             finally:
                 s.dispose()
+            if i % 5 == 0:
+                assert counts() == base
     finally:
         signal.signal(signal.SIGALRM, old)
     assert hits

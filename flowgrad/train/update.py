@@ -173,8 +173,9 @@ def _store(swaps, regs, table, opt, it):
 
 
 def _finish(store, args):
-    """Run an interrupted commit to its end (again, if another interrupt cuts it)."""
-    while True:
+    """Run an interrupted commit to its end (again, if another interrupt cuts it; a few
+    times only, so that a commit that cannot complete raises instead of hanging)."""
+    for _ in range(4):
         try:
             store(*args)
             return
