@@ -84,8 +84,8 @@ def from_numpy(npdtype):
                      f"supported).")
 
 
-def promote(a, b):
-    """The common dtype of two operands.
+def promote(a, b, op=None):
+    """The common dtype of two operands (``op``: the op, for the message).
 
     >>> promote("int32", "float32"), promote("float32", "float64")
     ('float32', 'float64')
@@ -96,8 +96,8 @@ def promote(a, b):
         if "string" not in (a, b):
             raise
         from .strings import OPS_HINT
-        raise DtypeError(f"A {a} and a {b} tensor cannot meet in an op that computes: "
-                         f"{OPS_HINT}") from None
+        raise DtypeError(f"{op + ': ' if op else ''}A {a} and a {b} tensor cannot meet in an "
+                         f"op that computes: {OPS_HINT}") from None
 
 
 def is_float(dtype):

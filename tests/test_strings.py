@@ -181,3 +181,15 @@ def test_creation_errors():
             "zeros(): dtype 'string' is not possible here: string tensors come only from "
             "strings (tf.tensor(['a', 'b']))")):
         tf.zeros([2], "string")
+
+
+def test_string_tensors_in_gradients_and_multi_input_ops_name_the_call():
+    s = tf.tensor(["a", "b"])
+    with pytest.raises(tf.DtypeError, match=r"grad\(f\)\(x\): x is a string tensor"):
+        tf.grad(lambda x: x)(s)
+    with pytest.raises(tf.DtypeError, match=r"grads\(f\)\(\[x1,...\]\): args\[1\] is a string"):
+        tf.grads(lambda a, b: a)([tf.scalar(1.0), s])
+    for op in ("concat", "stack"):
+        with pytest.raises(tf.DtypeError, match=rf"^{op}: A string and a string tensor"):
+            getattr(tf, op)([s, s])
+    s.dispose()

@@ -176,7 +176,7 @@ def binary_args(a, b, opname):
         return a, b
     no_strings(a, opname, "a")
     no_strings(b, opname, "b")
-    dt = dtypes.promote(da, db)
+    dt = dtypes.promote(da, db, opname)
     return (a if da == dt else cast(a, dt)), (b if db == dt else cast(b, dt))
 
 

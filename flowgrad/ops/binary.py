@@ -320,7 +320,7 @@ def add_n(tensors):
                              f"tensors[0] has shape {ts[0].shape}, tensors[{i}] has {t.shape}")
     dt = ts[0].dtype
     for t in ts[1:]:
-        dt = dtypes.promote(dt, t.dtype)
+        dt = dtypes.promote(dt, t.dtype, "add_n")
     ts = tuple(t if t.dtype == dt else t.cast(dt) for t in ts)
     if len(ts) == 1:
         return ts[0]

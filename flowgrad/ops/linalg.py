@@ -253,7 +253,7 @@ def einsum(equation, *tensors):
     ts = [as_numeric(t, "einsum", f"tensors[{i}]") for i, t in enumerate(tensors)]
     dt = ts[0].dtype
     for t in ts[1:]:
-        dt = dtypes.promote(dt, t.dtype)
+        dt = dtypes.promote(dt, t.dtype, "einsum")
     ts = tuple(t if t.dtype == dt else cast(t, dt) for t in ts)
     eq = _einsum_plan(equation, [t.shape for t in ts])
     return E.run_kernel(_einsum, ts, {"equation": eq})

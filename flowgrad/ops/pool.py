@@ -411,7 +411,7 @@ def dilation2d(x, filter, strides, pad, dilations=1, data_format="NHWC"):  # noq
     x = as_numeric(x, op, "x")
     filter = as_numeric(filter, op, "filter")  # noqa: A001
     if x.dtype != filter.dtype:
-        dt = dtypes.promote(x.dtype, filter.dtype)
+        dt = dtypes.promote(x.dtype, filter.dtype, op)
         x, filter = cast(x, dt), cast(filter, dt)  # noqa: A001
     batched = x.rank == 4
     if x.rank == 3:

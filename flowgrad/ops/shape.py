@@ -24,7 +24,7 @@ def _tensors(tensors, fn):
     ts = [as_tensor(t, fn, f"tensors[{i}]") for i, t in enumerate(tensors)]
     dt = ts[0].dtype
     for t in ts[1:]:
-        dt = dtypes.promote(dt, t.dtype)
+        dt = dtypes.promote(dt, t.dtype, fn)
     return tuple(t if t.dtype == dt else t.cast(dt) for t in ts)
 
 
