@@ -1,0 +1,247 @@
+"""Scopes and the public memory API: ``tidy``, ``keep``, ``dispose``, ``memory``.
+
+A scope is the list of tensors created while it is the innermost open one (the engine's
+``run_kernel`` appends to it); closing it disposes them, except kept ones and those the
+scope's function returns. Scopes belong to the thread that opened them (its engine State).
+Closing is interrupt-proof: each step can be redone, and ``unwind_scopes`` brings a thread
+back to a noted level whatever an interrupt skipped.
+"""
+from . import engine as E
+from .engine import _ITEM, _park, _tls
+from .errors import ArgumentError
+
+
+# ---------------------------------------------------------------- scopes (tidy)
+
+def scope_level():
+    """This thread's number of open scopes: pass it to unwind_scopes in a ``finally``."""
+    return len(_tls.s.stack)
+
+
+def begin_scope(name=None):
+    """Open a scope: tensors created until the matching end_scope belong to it."""
+    st = _tls.s
+    sc = []
+    st.stack.append((name, sc))
+    st.scope = sc
+
+
+def end_scope(result=None):
+    """Close the innermost scope: dispose its tensors except kept ones and those in
+    ``result``, which move to the enclosing scope."""
+    st = _tls.s
+    stack = st.stack
+    if not stack:
+        return
+    tensors = stack[-1][1]
+    parent = stack[-2][1] if len(stack) > 1 else None
+    del stack[-1]
+    st.scope = parent
+    if not tensors:
+        return
+    keep = set(walk_tensors(result)) if result is not None else ()
+    pos = [0]
+    try:
+        _dispose_scope(st, tensors, keep, parent, pos)
+    except BaseException:
+        # an interrupt must not leave half a scope alive: finish, then let it propagate
+        _dispose_scope(st, tensors, keep, parent, pos)
+        raise
+
+
+def _dispose_scope(st, tensors, keep, parent, pos):
+    # dispose_tensor, inlined: this loop sees every tensor of a tidy. Each step can be
+    # redone (an interrupt resumes at pos[0]), and no call separates a flag from its count.
+    i = pos[0]
+    n = len(tensors)
+    while i < n:
+        pos[0] = i
+        t = tensors[i]
+        i += 1
+        if t._disposed or t.kept:
+            continue
+        if t in keep:
+            if parent is not None:
+                parent.append(t)
+            continue
+        t._disposed = True
+        st.nt -= 1
+        st.nb -= t._data.size * _ITEM[t.dtype]
+        b = t._buf
+        if b is None:
+            st.nbuf -= 1
+        else:
+            b[0] -= 1
+            if b[0] == 0:
+                st.nbuf -= 1
+        if t._pin is None or not _park(t):
+            t._data = None
+    pos[0] = n
+
+
+def unwind_scopes(level, result=None):
+    """Close this thread's scopes down to ``level`` (noted before opening one), keeping
+    ``result`` through each. Idempotent: safe after any interrupt."""
+    st = _tls.s
+    while len(st.stack) > level:
+        end_scope(result)
+
+
+def scope_name():
+    """The name of the innermost open scope (None outside any scope)."""
+    st = _tls.s
+    return st.stack[-1][0] if st.stack else None
+
+
+def untrack(t):
+    """Remove a tensor from scope tracking (variables are never disposed by tidy)."""
+    for _, tensors in reversed(_tls.s.stack):
+        for i in range(len(tensors) - 1, -1, -1):
+            if tensors[i] is t:
+                del tensors[i]
+                return
+
+
+def walk_tensors(obj, _seen=None):
+    """Yield every Tensor inside nested lists, tuples, dicts and flowgrad result objects."""
+    T = E._T
+    if isinstance(obj, T):
+        yield obj
+        return
+    if isinstance(obj, (list, tuple, dict)) or hasattr(obj, "__flowgrad_tensors__"):
+        if _seen is None:
+            _seen = set()
+        if id(obj) in _seen:
+            return
+        _seen.add(id(obj))
+        if isinstance(obj, dict):
+            items = obj.values()
+        elif isinstance(obj, (list, tuple)):
+            items = obj
+        else:
+            items = obj.__flowgrad_tensors__()
+        for item in items:
+            if isinstance(item, T):
+                yield item
+            elif isinstance(item, (list, tuple, dict)) or hasattr(item, "__flowgrad_tensors__"):
+                yield from walk_tensors(item, _seen)
+
+
+def check_function(f, message):
+    if not callable(f):
+        raise ArgumentError(message)
+
+
+# ---------------------------------------------------------------- public memory API
+
+def tidy(name_or_fn, fn=None):
+    """Run ``fn`` and dispose every tensor it created, except those it returns (anywhere in
+    nested lists, tuples and dicts) and kept ones. ``tidy(name, fn)`` names the scope.
+
+    >>> import flowgrad as tf
+    >>> before = tf.memory().num_tensors
+    >>> y = tf.tidy(lambda: tf.scalar(2).square().add(1))
+    >>> tf.memory().num_tensors - before, y.item()
+    (1, 5.0)
+    """
+    if fn is None:
+        if isinstance(name_or_fn, str):
+            raise ArgumentError("When calling with two arguments, the 2nd argument to tidy() "
+                                "must be a function")
+        name, fn = None, name_or_fn
+        if not callable(fn):
+            raise ArgumentError("Please provide a function to tidy()")
+    else:
+        name = name_or_fn
+        if not isinstance(name, str):
+            raise ArgumentError("When calling with two arguments, the first argument to tidy() "
+                                "must be a string")
+        if not callable(fn):
+            raise ArgumentError("When calling with two arguments, the 2nd argument to tidy() "
+                                "must be a function")
+    level = scope_level()
+    result = None
+    try:
+        begin_scope(name)
+        try:
+            result = fn()
+        except TypeError:
+            _check_no_params(fn)
+            raise
+        if hasattr(result, "__await__"):
+            raise ArgumentError("Cannot return a coroutine (or other awaitable) inside of "
+                                "tidy(): await it outside, or return its tensors.")
+        return result
+    finally:
+        # NOTE: a Ctrl-C can land on any call, this one included: if it interrupts the
+        # clean-up, the clean-up runs again (it is idempotent) before the interrupt goes on
+        try:
+            unwind_scopes(level, result)
+        except BaseException:
+            unwind_scopes(level, result)
+            raise
+
+
+def _check_no_params(fn):
+    """After a TypeError from fn(): if fn cannot be called without arguments, say so."""
+    import inspect
+    try:
+        sig = inspect.signature(fn)
+        sig.bind()
+    except ValueError:
+        return
+    except TypeError:
+        raise ArgumentError(f"tidy(fn): fn must take no arguments (it is called as fn()), "
+                            f"but {getattr(fn, '__name__', 'fn')}{sig} needs some: close over "
+                            f"the values instead, e.g. tidy(lambda: f(x)).") from None
+
+
+def keep(t):
+    """Exempt ``t`` from every tidy scope (only ``dispose`` frees it); returns t.
+
+    >>> import flowgrad as tf
+    >>> kept = []
+    >>> tf.tidy(lambda: kept.append(tf.keep(tf.scalar(1)))) 
+    >>> kept[0].is_disposed
+    False
+    """
+    if not isinstance(t, E._T):
+        raise ArgumentError(f"keep() takes a Tensor, got {type(t).__name__}")
+    t.kept = True
+    return t
+
+
+def dispose(container):
+    """Dispose every tensor found in ``container`` (a tensor, variable, list, tuple, dict).
+
+    >>> import flowgrad as tf
+    >>> a, b = tf.scalar(1), tf.scalar(2)
+    >>> tf.dispose([a, {"b": b}])
+    >>> a.is_disposed, b.is_disposed
+    (True, True)
+    """
+    for t in list(walk_tensors(container)):
+        t.dispose()
+
+
+def memory():
+    """Live tensors, distinct data buffers and bytes (as TF.js's ``tf.memory()``).
+
+    Counts are exact: a tensor stops counting when it is disposed or garbage-collected.
+
+    >>> import flowgrad as tf
+    >>> m = tf.memory()
+    >>> sorted(m.keys())
+    ['num_bytes', 'num_data_buffers', 'num_tensors', 'reasons', 'unreliable']
+
+    On a GPU backend (TF.js: webgl) ``num_bytes_in_gpu`` adds the bytes the device's memory
+    pool holds for live arrays; disposing a tensor returns its block to the pool at once.
+    """
+    from .names import Result
+    extra = {}
+    device = E.B.device_bytes()
+    if device is not None:
+        extra["num_bytes_in_gpu"] = device
+    nt, nbuf, nb = E.memory_counts()
+    return Result(unreliable=False, reasons=[], num_tensors=nt,
+                  num_data_buffers=nbuf, num_bytes=nb, **extra)
