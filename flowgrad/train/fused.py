@@ -106,7 +106,7 @@ def adadelta(B, opt, w, g, slots, lr, t):
     B.sqrt(delta, out=delta)
     B.divide(delta, den, out=delta)
     B.multiply(delta, g, out=delta)
-    new_ex = B.multiply(ex, rho)
+    new_ex = B.multiply(ex, rho, out=g2)          # (g2 is dead: a temporary no one holds)
     B.square(delta, out=den)
     B.multiply(den, 1 - rho, out=den)
     B.add(new_ex, den, out=new_ex)
@@ -149,10 +149,11 @@ def adamax(B, opt, w, g, slots, lr, t):
     b1 = opt.beta1
     step_lr = -lr / ((t - 1) * opt.decay + 1)
     new_m = B.multiply(m, b1)
-    B.add(new_m, B.multiply(g, 1 - b1), out=new_m)
+    r = B.multiply(g, 1 - b1)
+    B.add(new_m, r, out=new_m)
     new_u = B.multiply(u, opt.beta2)
-    B.maximum(new_u, B.abs(g), out=new_u)
-    r = B.add(new_u, opt.epsilon)
+    B.maximum(new_u, B.abs(g, out=r), out=new_u)
+    B.add(new_u, opt.epsilon, out=r)
     B.divide(new_m, r, out=r)
     B.multiply(r, step_lr / (1 - b1 ** t), out=r)
     return (B.add(r, w, out=r), new_m, new_u)
@@ -166,9 +167,11 @@ def rmsprop(B, opt, w, g, slots, lr, t):
     new_ms = B.multiply(ms, rho)
     B.add(new_ms, tmp, out=new_ms)
     new = (new_ms,)
+    num = None
     if opt.centered:
         new_mg = B.multiply(slots[2], rho)
-        B.add(new_mg, B.multiply(g, 1 - rho), out=new_mg)
+        num = B.multiply(g, 1 - rho)
+        B.add(new_mg, num, out=new_mg)
         new += (new_mg,)
         B.square(new_mg, out=tmp)
         B.add(tmp, opt.epsilon, out=tmp)
@@ -176,9 +179,9 @@ def rmsprop(B, opt, w, g, slots, lr, t):
     else:
         B.add(new_ms, opt.epsilon, out=tmp)
     B.sqrt(tmp, out=tmp)
-    num = B.multiply(g, lr)
+    num = B.multiply(g, lr, out=num)
     B.divide(num, tmp, out=num)
     new_mom = B.multiply(mom, opt.momentum)
     B.add(new_mom, num, out=new_mom)
     # slots in the order of slot_names: rms, momentum[, mg]
-    return (B.subtract(w, new_mom), new_ms, new_mom) + new[1:]
+    return (B.subtract(w, new_mom, out=num), new_ms, new_mom) + new[1:]
