@@ -343,6 +343,9 @@ def test_updating_a_disposed_variable_is_an_error_naming_it():
         with pytest.raises(tf.DisposedError, match="variable 'atomic_gone' is disposed"):
             s.opt.apply_gradients(s.pairs() + [(tf.tensor([1.0, 1.0]), gone)])
         assert state(s.opt) == before
+        with pytest.raises(tf.DisposedError, match="variable 'atomic_gone' is disposed"):
+            s.opt.minimize(s.loss, var_list=s.vars + [gone])
+        assert state(s.opt) == before
         assert s.opt.apply_gradients([(None, gone)]) is True     # no gradient: no update
     finally:
         s.dispose()

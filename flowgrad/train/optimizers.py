@@ -99,6 +99,9 @@ class Optimizer:
         >>> w.dispose(); opt.dispose()
         """
         self._check_alive()
+        for v in var_list or ():
+            if getattr(v, "_disposed", False):
+                raise update.disposed(self, v)
         value, grads = self.compute_gradients(f, var_list)
         try:
             if var_list is not None:

@@ -229,9 +229,7 @@ def check_targets(opt, pairs):
                                 f"step: give each variable one (nothing was updated).")
         seen.add(id(var))
         if var._disposed:
-            raise DisposedError(f"{opt.class_name}: variable '{var.name}' is disposed and "
-                                f"cannot be updated. Leave it out of var_list and of the "
-                                f"gradients (nothing was updated).")
+            raise disposed(opt, var)
         if not dtypes.is_float(var.dtype):
             raise DtypeError(f"{opt.class_name}: variable '{var.name}' is {var.dtype}; "
                              f"optimizers update float variables only. Make it float32, "
@@ -244,6 +242,12 @@ def check_targets(opt, pairs):
                 f"an op used it, so its gradient would be computed from the new "
                 f"value. Compute the new value inside, and assign() after the "
                 f"gradient call returns.")
+
+
+def disposed(opt, var):
+    return DisposedError(f"{opt.class_name}: variable '{var.name}' is disposed and cannot be "
+                         f"updated. Leave it out of var_list and of the gradients (nothing "
+                         f"was updated).")
 
 
 def prune(opt):
