@@ -161,7 +161,8 @@ class Plan:
 
 
 def _store(swaps, regs, table, opt, it):
-    # NOTE: no calls here, only stores of precomputed values (see the module doc)
+    # NOTE: no calls here, only stores of precomputed values (see the module doc); the
+    # swaps still hold every value replaced, so no store frees one and runs a finalizer
     for target, carrier, new, new_buf, old, old_buf in swaps:
         target._data = new
         target._buf = new_buf
