@@ -226,6 +226,32 @@ def test_distributed_optimizer_at_size_one_is_the_wrapped_optimizer():
         a.dispose(), b.dispose(), plain.dispose(), dist.dispose()
 
 
+def test_distributed_optimizer_refuses_disposed_variables_and_frees_gradients_on_errors():
+    a = tf.variable(tf.tensor([1.0, -2.0]), name="dist_disp_a")
+    gone = tf.variable(tf.tensor([3.0]), name="dist_disp_gone")
+    n = tf.variable(tf.tensor([1], dtype="int32"), name="dist_disp_int")
+    dist = tf.distributed.DistributedOptimizer(tf.train.sgd(0.1))
+    try:
+        _, grads = dist.compute_gradients(lambda: (a * a).sum() + gone.sum(), [a, gone])
+        gone.dispose()
+        before = tf.memory().num_tensors
+        with pytest.raises(tf.DisposedError, match="'dist_disp_gone' is disposed"):
+            dist.minimize(lambda: (a * a).sum(), var_list=[a, gone])
+        with pytest.raises(tf.DisposedError, match="'dist_disp_gone' is disposed"):
+            dist.apply_gradients({a: grads[a], gone: grads[gone]})
+        with pytest.raises(tf.ArgumentError, match="no variable named 'dist_disp_gone'"):
+            dist.apply_gradients(grads)              # (by name: it is no longer registered)
+        # an update that fails (an int32 variable) changes nothing and leaks nothing
+        with pytest.raises(tf.FlowgradError):
+            dist.minimize(lambda: (a * a).sum() + n.cast("float32").sum(), var_list=[a, n])
+        assert tf.memory().num_tensors == before
+        np.testing.assert_array_equal(a.numpy(), [1.0, -2.0])
+        assert dist.iterations == 0
+    finally:
+        tf.dispose(list(grads.values()))
+        a.dispose(), n.dispose(), dist.dispose()
+
+
 def test_distributed_optimizer_rejects_what_is_not_an_optimizer():
     with pytest.raises(tf.ArgumentError, match="must be a tf.train optimizer"):
         tf.distributed.DistributedOptimizer("adam")

@@ -14,6 +14,7 @@ from .. import engine as E
 from ..errors import ArgumentError, ShapeError
 from ..names import camel_to_snake
 from ..tensor import convert, registered_variables
+from ..train import update
 from ..train.optimizers import Optimizer, _pairs
 from .collectives import Bucket, check_agreement, signature
 from ..errors import DistributedError
@@ -70,16 +71,28 @@ class DistributedOptimizer:
         over the ranks with the loss, then the wrapped optimizer's update. Returns the
         averaged loss if ``return_cost`` (the same value on every rank)."""
         opt = self.optimizer
+        opt._check_alive()
+        for v in var_list or ():
+            if getattr(v, "_disposed", False):
+                raise update.disposed(opt, v)
         value, grads = opt.compute_gradients(f, var_list)
-        if var_list is not None:
-            pairs = [(v, grads.get(v.name)) for v in var_list]
-        else:
-            live = registered_variables()
-            pairs = [(live[n], g) for n, g in grads.items() if n in live]
-        avg_pairs, avg_value = self._average(pairs, value)
-        opt._apply(avg_pairs, skip_nonfinite, avg_value)
-        E.dispose([g for _, g in pairs if g is not None])
-        E.dispose([g for _, g in avg_pairs if g is not None])
+        pairs = avg_pairs = ()
+        avg_value = value
+        try:
+            if var_list is not None:
+                pairs = [(v, grads.get(v.name)) for v in var_list]
+            else:
+                live = registered_variables()
+                pairs = [(live[n], g) for n, g in grads.items() if n in live]
+            avg_pairs, avg_value = self._average(pairs, value)
+            opt._apply(avg_pairs, skip_nonfinite, avg_value)
+        except BaseException:
+            E.dispose([value, avg_value])
+            raise
+        finally:
+            # the gradients, local and averaged, are this step's own: freed on any exit
+            E.dispose(list(grads.values()))
+            E.dispose([g for _, g in avg_pairs if g is not None])
         if avg_value is not value:
             value.dispose()
         if return_cost:
@@ -95,7 +108,11 @@ class DistributedOptimizer:
     def apply_gradients(self, grads, skip_nonfinite=False):
         """Average ``grads`` (any form the wrapped optimizer accepts) over the ranks, then
         apply them. Returns True if the update was applied."""
-        pairs, _ = self._average(_pairs(grads), None)
+        local = _pairs(grads)
+        for v, g in local:
+            if g is not None and getattr(v, "_disposed", False):
+                raise update.disposed(self.optimizer, v)     # before any rank averages
+        pairs, _ = self._average(local, None)
         try:
             return self.optimizer._apply(pairs, skip_nonfinite)
         finally:
