@@ -20,20 +20,13 @@ import types
 
 from . import engine as _E
 from .errors import ArgumentError, FlowgradError
-from .names import Result, camel_to_snake
+from .names import Result, camel_attribute
 
 
 class _CamelCase:
     """TF.js's camelCase method names (``startScope``) resolve to the snake_case ones."""
 
-    def __getattr__(self, name):
-        snake = camel_to_snake(name)
-        if snake != name and not name.startswith("_"):
-            try:
-                return object.__getattribute__(self, snake)
-            except AttributeError:
-                pass
-        raise AttributeError(f"'{type(self).__name__}' object has no attribute '{name}'")
+    __getattr__ = camel_attribute
 
 
 _open = threading.local()       # scopes this thread opened with start_scope, not yet ended

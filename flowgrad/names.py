@@ -33,6 +33,18 @@ def camel_to_snake(name):
     return "".join(out)
 
 
+def camel_attribute(obj, name):
+    """``__getattr__`` for classes with TF.js names: ``obj.startScope`` is
+    ``obj.start_scope``; anything else is an AttributeError naming the class."""
+    snake = camel_to_snake(name)
+    if snake != name and not name.startswith("_"):
+        try:
+            return object.__getattribute__(obj, snake)
+        except AttributeError:
+            pass
+    raise AttributeError(f"'{type(obj).__name__}' object has no attribute '{name}'")
+
+
 class Result:
     """A small result object: attributes, ``r["key"]``, camelCase keys, and unpacking.
 

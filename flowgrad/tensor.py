@@ -12,7 +12,7 @@ import numpy as np
 from . import dtypes
 from . import engine as E
 from .errors import ArgumentError, DisposedError, DtypeError, ShapeError, VariableError
-from .names import camel_to_snake
+from .names import camel_attribute
 from .printing import tensor_to_string
 
 
@@ -224,14 +224,7 @@ class Tensor:
     __del__ = E.tensor_del
 
     # ------------------------------------------------------------- camelCase
-    def __getattr__(self, name):
-        snake = camel_to_snake(name)
-        if snake != name and not name.startswith("_"):
-            try:
-                return object.__getattribute__(self, snake)
-            except AttributeError:
-                pass
-        raise AttributeError(f"'{type(self).__name__}' object has no attribute '{name}'")
+    __getattr__ = camel_attribute
 
     def __dir__(self):
         return sorted(set(dir(type(self))) - {"__weakref__"})

@@ -266,24 +266,47 @@ def check_every_point(kind, step, warm=True, stride=1):
     return n
 
 
+# The default run samples the points (every 25th, and every point in and around the
+# commit); `pytest -m slow` (run by .ci/run) sweeps every point for Adam and every 7th
+# for the others: minutes, since each point is a traced run of the whole step.
+SAMPLED, FULL = 25, {"adam": 1}
+
+
+def _sweep_apply(kind, stride):
+    check_every_point(kind, lambda s: s.opt.apply_gradients(s.pairs()), stride=stride)
+
+
 @pytest.mark.parametrize("kind", KINDS)
 def test_an_interrupt_at_any_point_of_apply_gradients_is_all_or_nothing(kind):
-    # every point for Adam, every 7th (and the commit's) for the others
-    check_every_point(kind, lambda s: s.opt.apply_gradients(s.pairs()),
-                      stride=1 if kind == "adam" else 7)
+    _sweep_apply(kind, SAMPLED)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("kind", KINDS)
+def test_an_interrupt_at_every_point_of_apply_gradients_is_all_or_nothing(kind):
+    _sweep_apply(kind, FULL.get(kind, 7))
 
 
 @pytest.mark.parametrize("kind", ["sgd", "adam", "rmsprop_centered"])
 def test_an_interrupt_at_any_point_of_a_first_step_is_all_or_nothing(kind):
-    check_every_point(kind, lambda s: s.opt.apply_gradients(s.pairs()), warm=False, stride=7)
+    check_every_point(kind, lambda s: s.opt.apply_gradients(s.pairs()), warm=False,
+                      stride=SAMPLED)
 
 
 @pytest.mark.parametrize("kind", ["sgd", "adam"])
 def test_an_interrupt_at_any_point_of_minimize_is_all_or_nothing(kind):
-    n = check_every_point(kind, lambda s: tf.tidy(lambda: s.opt.minimize(s.loss)), stride=9)
+    n = check_every_point(kind, lambda s: tf.tidy(lambda: s.opt.minimize(s.loss)),
+                          stride=SAMPLED)
     assert n > 100
 
 
+@pytest.mark.slow
+@pytest.mark.parametrize("kind", ["sgd", "adam"])
+def test_an_interrupt_at_every_ninth_point_of_minimize_is_all_or_nothing(kind):
+    check_every_point(kind, lambda s: tf.tidy(lambda: s.opt.minimize(s.loss)), stride=9)
+
+
+@pytest.mark.slow      # (tests/test_engine_state.py times interrupts into minimize too)
 @pytest.mark.skipif(not hasattr(signal, "setitimer"), reason="needs setitimer")
 def test_timer_interrupts_inside_minimize_leave_whole_steps():
     before, after = reference("adam", lambda s: s.opt.minimize(s.loss))

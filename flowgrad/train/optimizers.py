@@ -15,7 +15,7 @@ from .. import engine as E
 from ..args import as_int, as_number, describe, flag
 from ..errors import ArgumentError, FlowgradError
 from ..gradients import variable_grads
-from ..names import Result, camel_to_snake
+from ..names import Result, camel_attribute, camel_to_snake
 from ..ops import OPS
 from ..tensor import _VARIABLES
 from .clipping import clip_by_global_norm, clip_by_norm
@@ -221,11 +221,7 @@ class Optimizer:
         args = ", ".join(f"{k}={v!r}" for k, v in self.get_config().items())
         return f"{self.class_name}({args})"
 
-    def __getattr__(self, name):
-        snake = camel_to_snake(name)
-        if snake != name:
-            return getattr(self, snake)
-        raise AttributeError(f"'{type(self).__name__}' object has no attribute '{name}'")
+    __getattr__ = camel_attribute
 
     # ------------------------------------------------------------- machinery
     def _check_alive(self):
