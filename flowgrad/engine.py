@@ -157,8 +157,15 @@ class Node:
 
 
 class Session:
-    """The nodes recorded between the outermost gradient call's start and its end, and the
-    tensors they pin: recorded inputs disposed while the session lives keep their arrays."""
+    """The nodes recorded between the outermost gradient call's start and its end.
+
+    A recorded tensor disposed while its session lives keeps its array for the session's
+    rules (it is "parked" in ``zombies``): an intermediate finds its session through its
+    node; a tensor the thread disposes inside a gradient call parks in the call's session;
+    and a session that outlives its call (a GradientTape after its ``with`` block, a vjp
+    pullback) pins the other tensors it recorded once, when it is detached. Nothing else is
+    kept: recording costs nothing per kernel for this.
+    """
     __slots__ = ("nodes", "alive", "zombies", "__weakref__")
 
     def __init__(self):
@@ -166,9 +173,18 @@ class Session:
         self.alive = True
         self.zombies = []          # disposed tensors whose arrays this session's rules read
 
+    def detach(self):
+        """The session outlives its gradient call: pin the inputs it recorded that are not
+        its own intermediates (sources, variables, earlier tensors)."""
+        for n in self.nodes:
+            for t in n.inputs:
+                m = t._node
+                if (m is None or m.sess is not self) and t._pin is not self:
+                    _pin(t, self)
+
     def release(self):
         """Drop the recorded graph: nodes forget their inputs, parked arrays are freed
-        (unless another live session recorded them too). Safe to call again."""
+        (unless another live session needs them too). Safe to call again."""
         self.alive = False
         nodes, self.nodes = self.nodes, []
         for n in nodes:
@@ -176,7 +192,7 @@ class Session:
             n.out = None
         zombies, self.zombies = self.zombies, []
         for t in zombies:
-            if not _pinned(t):
+            if not _live_for(t, None):
                 t._data = None
 
     def __del__(self):
@@ -187,7 +203,7 @@ class Session:
 
 
 def _pin(t, sess):
-    """Note that ``sess`` recorded ``t`` as an input (a second live session joins a tuple)."""
+    """Note that ``sess`` needs ``t`` (a second live session joins a tuple)."""
     p = t._pin
     if p is None or type(p) is Session and not p.alive:
         t._pin = sess
@@ -197,20 +213,28 @@ def _pin(t, sess):
         t._pin = tuple(s for s in p if s.alive) + (sess,)
 
 
-def _pinned(t):
-    """The live sessions that recorded ``t`` (empty when none)."""
+def _live_for(t, st):
+    """The live sessions that may read the disposed tensor ``t`` (see Session)."""
+    live = []
     p = t._pin
-    if p is None:
-        return ()
-    if type(p) is Session:
-        return (p,) if p.alive else ()
-    return tuple(s for s in p if s.alive)
+    if p is not None:
+        for s in ((p,) if type(p) is Session else p):
+            if s.alive:
+                live.append(s)
+    n = t._node
+    if n is not None and n.sess.alive and n.sess not in live:
+        live.append(n.sess)
+    if st is not None:
+        s = st.session
+        if s is not None and s.alive and s not in live:
+            live.append(s)
+    return live
 
 
-def _park(t):
-    """Keep a disposed tensor's array for the live sessions that recorded it (True), or
+def _park(t, st):
+    """Keep a disposed tensor's array for the live sessions that may read it (True), or
     say that nobody needs it (False)."""
-    live = _pinned(t)
+    live = _live_for(t, st)
     for s in live:
         s.zombies.append(t)
     return bool(live)
@@ -401,8 +425,11 @@ def dispose_tensor(t):
     sessions that recorded it, see the module doc)."""
     if t._disposed or t.kept == CONSTANT:
         return
-    _uncount(_tls.s, t)
-    if t._pin is None or not _park(t):
+    st = _tls.s
+    _uncount(st, t)
+    n = t._node
+    if (t._pin is None and st.session is None and (n is None or not n.sess.alive)
+            or not _park(t, st)):
         t._data = None
 
 
@@ -505,9 +532,6 @@ def run_kernel(prim, inputs, attrs=None):
         n.pos = len(nodes)
         nodes.append(n)
         y._node = n
-        for t in inputs:
-            if t._pin is not sess:
-                _pin(t, sess)
     return y
 
 
@@ -528,9 +552,6 @@ def _multi_out(st, prim, inputs, attrs, out):
         for i, y in enumerate(ys):
             y._node = n
             y._idx = i
-        for t in inputs:
-            if t._pin is not sess:
-                _pin(t, sess)
     return ys
 
 
@@ -553,10 +574,7 @@ def record(prim, inputs, outputs, attrs=None, saved=None):
     n.pos = len(sess.nodes)
     sess.nodes.append(n)
     outputs._node = n
-    for t in n.inputs:
-        if t._pin is not sess:
-            _pin(t, sess)
-    for t in walk_tensors(saved):
+    for t in walk_tensors(saved):      # (a custom gradient's saved tensors: pinned now)
         if t._pin is not sess:
             _pin(t, sess)
     if on_record is not None:
@@ -596,9 +614,10 @@ def end_recording():
     st.recording = st.depth > 0
 
 
-def unwind_recording(level):
+def unwind_recording(level, keep=None):
     """Bring this thread's gate back to ``level`` (from recording_level() before a gradient
-    call) and release a session that call opened. Idempotent: safe after any interrupt."""
+    call) and release a session that call opened, unless it is ``keep`` (a tape or a vjp
+    pullback that outlives the call). Idempotent: safe after any interrupt."""
     depth, prev = level
     st = _tls.s
     st.depth = depth
@@ -606,7 +625,7 @@ def unwind_recording(level):
     cur = st.session
     if cur is not prev:
         st.session = prev
-        if depth == 0 and cur is not None:
+        if depth == 0 and cur is not None and cur is not keep:
             cur.release()
 
 

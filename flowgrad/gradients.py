@@ -163,7 +163,8 @@ def grad(f, allow_unconnected=False):
     def grad_f(x, dy=None):
         def body():
             xt = convert(x, "x", "tf.grad")
-            _, gs = _gradients(lambda: _call(f, arity, [xt], "grad(f)(x)"), [xt], dy, "grad(f)(x)",
+            _, gs = _gradients(lambda: _call(f, arity, [xt], "grad(f)(x)"), [xt], dy,
+                               "grad(f)(x)",
                                "The shape of dy passed in grad(f)(x, dy) must match the "
                                "shape returned by f(x)", allow_unconnected, lambda i: "x")
             return gs[0]
@@ -487,7 +488,7 @@ class GradientTape:
         if self._active:
             raise GradientError("This GradientTape is already recording (nested "
                                 "'with tape:' of the same tape).")
-        level = E.recording_level()
+        level = self._level = E.recording_level()
         try:
             self._sess, self._owner = E.begin_recording()
         except BaseException:       # (an interrupt): the gate as it was
@@ -498,10 +499,13 @@ class GradientTape:
         return self
 
     def __exit__(self, exc_type, exc, tb):
-        E.end_recording()
+        # the gate as before the block; the recording lives on in the tape (pinned)
+        E.unwind_recording(self._level, keep=self._sess)
         self._active = False
         if exc_type is not None or (self._used and not self.persistent):
             self._release()
+        elif self._owner:
+            self._sess.detach()
         return False
 
     def watch(self, tensor):

@@ -289,7 +289,9 @@ def vjp(f, *primals):
     except BaseException:
         E.unwind_recording(level)
         raise
-    E.end_recording()
+    E.unwind_recording(level, keep=sess)     # the pullback keeps the recording (pinned)
+    if owner:
+        sess.detach()
     return y, VJPFunction(y, xs, sess, owner)
 
 

@@ -36,12 +36,13 @@ def camel_to_snake(name):
 def camel_attribute(obj, name):
     """``__getattr__`` for classes with TF.js names: ``obj.startScope`` is
     ``obj.start_scope``; anything else is an AttributeError naming the class."""
-    snake = camel_to_snake(name)
-    if snake != name and not name.startswith("_"):
-        try:
-            return object.__getattribute__(obj, snake)
-        except AttributeError:
-            pass
+    if name[:1] != "_":             # (dunder probes such as hasattr(t, "__await__"): fast)
+        snake = camel_to_snake(name)
+        if snake != name:
+            try:
+                return object.__getattribute__(obj, snake)
+            except AttributeError:
+                pass
     raise AttributeError(f"'{type(obj).__name__}' object has no attribute '{name}'")
 
 

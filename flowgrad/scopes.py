@@ -26,10 +26,11 @@ def begin_scope(name=None):
     st.scope = sc
 
 
-def end_scope(result=None):
+def end_scope(result=None, st=None):
     """Close the innermost scope: dispose its tensors except kept ones and those in
     ``result``, which move to the enclosing scope."""
-    st = _tls.s
+    if st is None:
+        st = _tls.s
     stack = st.stack
     if not stack:
         return
@@ -39,30 +40,28 @@ def end_scope(result=None):
     st.scope = parent
     if not tensors:
         return
-    keep = set(walk_tensors(result)) if result is not None else ()
-    pos = [0]
+    # (a set: membership by identity, never Tensor.__eq__)
+    keep = () if result is None else {result} if isinstance(result, E._T) else \
+        set(walk_tensors(result))
     try:
-        _dispose_scope(st, tensors, keep, parent, pos)
+        _dispose_scope(st, tensors, keep, parent)
     except BaseException:
-        # an interrupt must not leave half a scope alive: finish, then let it propagate
-        _dispose_scope(st, tensors, keep, parent, pos)
+        # an interrupt must not leave half a scope alive: finish (every step can be redone),
+        # then let it propagate
+        _dispose_scope(st, tensors, keep, parent)
         raise
 
 
-def _dispose_scope(st, tensors, keep, parent, pos):
-    # dispose_tensor, inlined: this loop sees every tensor of a tidy. Each step can be
-    # redone (an interrupt resumes at pos[0]), and no call separates a flag from its count.
-    i = pos[0]
-    n = len(tensors)
-    while i < n:
-        pos[0] = i
-        t = tensors[i]
-        i += 1
+def _dispose_scope(st, tensors, keep, parent):
+    # dispose_tensor, inlined: this loop sees every tensor of a tidy; no call separates a
+    # tensor's flag from its counts
+    session = st.session
+    for t in tensors:
         if t._disposed or t.kept:
             continue
         if t in keep:
             if parent is not None:
-                parent.append(t)
+                parent.append(t)      # (twice after a redo: harmless, the second is skipped)
             continue
         t._disposed = True
         st.nt -= 1
@@ -74,9 +73,10 @@ def _dispose_scope(st, tensors, keep, parent, pos):
             b[0] -= 1
             if b[0] == 0:
                 st.nbuf -= 1
-        if t._pin is None or not _park(t):
+        n = t._node
+        if (t._pin is None and session is None and (n is None or not n.sess.alive)
+                or not _park(t, st)):
             t._data = None
-    pos[0] = n
 
 
 def unwind_scopes(level, result=None):
@@ -84,7 +84,7 @@ def unwind_scopes(level, result=None):
     ``result`` through each. Idempotent: safe after any interrupt."""
     st = _tls.s
     while len(st.stack) > level:
-        end_scope(result)
+        end_scope(result, st)
 
 
 def scope_name():
@@ -159,16 +159,19 @@ def tidy(name_or_fn, fn=None):
         if not callable(fn):
             raise ArgumentError("When calling with two arguments, the 2nd argument to tidy() "
                                 "must be a function")
-    level = scope_level()
+    st = _tls.s
+    level = len(st.stack)
     result = None
     try:
-        begin_scope(name)
+        sc = []                         # (begin_scope, inlined)
+        st.stack.append((name, sc))
+        st.scope = sc
         try:
             result = fn()
         except TypeError:
             _check_no_params(fn)
             raise
-        if hasattr(result, "__await__"):
+        if not isinstance(result, E._T) and hasattr(result, "__await__"):
             raise ArgumentError("Cannot return a coroutine (or other awaitable) inside of "
                                 "tidy(): await it outside, or return its tensors.")
         return result
@@ -176,7 +179,10 @@ def tidy(name_or_fn, fn=None):
         # NOTE: a Ctrl-C can land on any call, this one included: if it interrupts the
         # clean-up, the clean-up runs again (it is idempotent) before the interrupt goes on
         try:
-            unwind_scopes(level, result)
+            if len(st.stack) == level + 1:
+                end_scope(result, st)
+            else:
+                unwind_scopes(level, result)
         except BaseException:
             unwind_scopes(level, result)
             raise

@@ -214,6 +214,25 @@ def test_a_persistent_tape_pins_only_what_it_recorded():
     x.dispose()
 
 
+def test_sources_disposed_after_the_block_stay_readable_by_the_tape_and_pullback():
+    w = tf.tensor([0.5, -1.5], dtype="float64")
+    x = tf.tensor([2.0, 3.0], dtype="float64")
+    with tf.GradientTape(persistent=True) as tape:
+        tape.watch(x)
+        y = (w * x).sin().sum()
+    val, pullback = tf.vjp(lambda a: (a * w).sin().sum(), x)
+    w.dispose()                       # a leaf both recorded: pinned when they were detached
+    want = np.cos([1.0, -4.5]) * np.array([0.5, -1.5])     # d/dx sum(sin(w x)), by hand
+    np.testing.assert_allclose(tape.gradient(y, x).numpy(), want, rtol=1e-12)
+    np.testing.assert_allclose(pullback(tf.scalar(1.0, dtype="float64"))[0].numpy(), want,
+                               rtol=1e-12)
+    assert w._data is not None
+    del tape, pullback
+    gc.collect()
+    assert w._data is None            # both gone: the array is freed
+    x.dispose()
+
+
 def test_a_live_persistent_tape_does_not_keep_unrelated_memory():
     x = tf.scalar(2.0)
     with tf.GradientTape(persistent=True) as tape:
