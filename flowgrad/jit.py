@@ -389,8 +389,11 @@ def _plan(tr, steps, last, escape):
 
 def _set_var(var, arr):
     """Variable.assign for a replay: the variable takes the array (accounting updated)."""
-    E.release_buffer(var)
-    E.count_buffers(1)
+    b = var._buf                # (release_buffer, then a new buffer: inlined)
+    if b is not None:
+        b[0] -= 1
+        if b[0]:
+            E._tls.s.nbuf += 1      # the old buffer lives on in other tensors
     var._buf = None
     var._data = arr
 
@@ -417,7 +420,7 @@ def jit(fn=None, *, max_traces=MAX_TRACES):
 
     @functools.wraps(fn)
     def wrapper(*args):
-        if E._tracer is not None or E.is_recording():
+        if E._tracer is not None or E._tls.s.recording:     # (is_recording, inlined)
             return fn(*args)           # differentiated, or inside an outer trace: eagerly
         if not args:
             prog = programs.get(())

@@ -171,7 +171,8 @@ def tidy(name_or_fn, fn=None):
         except TypeError:
             _check_no_params(fn)
             raise
-        if not isinstance(result, E._T) and hasattr(result, "__await__"):
+        if result is not None and not isinstance(result, E._T) and \
+                hasattr(result, "__await__"):
             raise ArgumentError("Cannot return a coroutine (or other awaitable) inside of "
                                 "tidy(): await it outside, or return its tensors.")
         return result
