@@ -13,10 +13,10 @@ from . import dtypes
 from .engine import dispose, keep, memory, tidy
 from . import backends
 from .backends import get_backend, set_backend
-from .errors import (AllocationError, ArgumentError, BackendError, DisposedError,
-                     DistributedError, DtypeError, FlowgradError, GradientError, GraphvizError,
-                     JitError, KernelError, MissingDependencyError, MPIUnavailableError,
-                     ShapeError, UnconnectedGradientError, VariableError)
+from .errors import (AllocationError, ArgumentError, BackendError, CheckpointError,
+                     DisposedError, DistributedError, DtypeError, FlowgradError, GradientError,
+                     GraphvizError, JitError, KernelError, MissingDependencyError,
+                     MPIUnavailableError, ShapeError, UnconnectedGradientError, VariableError)
 from .ops import OPS as _OPS
 from .tensor import Tensor, Variable, dispose_variables, variable
 from .gradients import (GradMap, GradientTape, custom_grad, grad, grads, value_and_grad,

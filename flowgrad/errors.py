@@ -66,5 +66,10 @@ class MPIUnavailableError(DistributedError, ImportError):
     """Launched under MPI (or ``init(use_mpi=True)``) but mpi4py cannot be imported."""
 
 
+class CheckpointError(FlowgradError, OSError):
+    """A checkpoint cannot be written or restored: a damaged or truncated file, a missing
+    object, or a shape, dtype or class that does not match (named, expected vs found)."""
+
+
 class BackendError(FlowgradError, RuntimeError):
     """A backend that is missing or unusable here, or tensors of two backends in one op."""

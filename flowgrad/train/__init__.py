@@ -1,4 +1,5 @@
-"""``tf.train``: optimizers, learning-rate schedules and gradient clipping."""
+"""``tf.train``: optimizers, learning-rate schedules, gradient clipping and checkpoints."""
+from .checkpoint import Checkpoint, CheckpointManager, latest_checkpoint
 from .clipping import clip_by_global_norm, clip_by_norm, global_norm
 from .optimizers import (AdadeltaOptimizer, AdagradOptimizer, AdamaxOptimizer, AdamOptimizer,
                          AdamWOptimizer, ConfigDict, MomentumOptimizer, NonFiniteGradientWarning,

@@ -1,0 +1,628 @@
+"""Checkpoints: save a training run and resume it exactly (``tf.train.Checkpoint``,
+``tf.train.CheckpointManager``, ``tf.train.latest_checkpoint``).
+
+What a checkpoint holds: every variable's values, dtype and shape (under the keyword path
+it was given: ``Checkpoint(w1=w1, layers=[w2, b2])`` names them ``w1``, ``layers/0``,
+``layers/1``), every optimizer's class, hyper-parameters, step count and slots (keyed by
+the path of their variable, so a new process with new variable names restores them), the
+state of flowgrad's random functions, and the save counter. Restoring all of it makes
+training continue bit for bit as if it had never stopped.
+
+The file is a safetensors file (a plain, documented format: an 8-byte header length, a JSON
+header, the raw tensor bytes; no pickle, readable by every framework); the header's
+metadata holds a JSON manifest of the above and a SHA-256 of the manifest and of every
+tensor's name, dtype, shape and bytes. Writing is atomic: a temporary file in the same
+folder, flushed and fsync'ed, then renamed over the target (and the folder fsync'ed), so a
+crash or ``kill -9`` at any moment leaves the previous checkpoint whole. Restoring reads and
+verifies everything first, then changes the live objects in one commit that an interrupt
+cannot leave half done: a bad file changes nothing.
+"""
+import hashlib
+import json
+import os
+import re
+import tempfile
+
+import numpy as np
+
+from .. import dtypes
+from .. import engine as E
+from ..args import as_int, describe
+from ..errors import ArgumentError, CheckpointError
+from ..ops import OPS
+from ..tensor import Variable
+from . import update
+from .optimizers import Optimizer
+from .schedules import Schedule
+
+FORMAT = "flowgrad-checkpoint"
+VERSION = 1
+SUFFIX = ".safetensors"
+INDEX = "checkpoint"            # the manager's index file: the newest whole checkpoint
+_SAFE_DTYPES = ("float32", "float64", "int32", "bool")
+
+
+def _safetensors():
+    import safetensors.numpy as st     # (a core dependency; imported when first used)
+    return st
+
+
+# ---------------------------------------------------------------- what is checkpointed
+
+def _inner(obj):
+    """An optimizer wrapped by tf.distributed's DistributedOptimizer is checkpointed as
+    itself (its slots are the wrapped optimizer's)."""
+    inner = getattr(obj, "__dict__", {}).get("optimizer")
+    return inner if isinstance(inner, Optimizer) else obj
+
+
+def _flatten(objects, prefix=""):
+    """[(path, Variable or Optimizer)] of a nested dict/list/tuple, in a fixed order."""
+    out = []
+    items = objects.items() if isinstance(objects, dict) else enumerate(objects)
+    for key, obj in items:
+        if isinstance(key, str):
+            if not key or "/" in key:
+                raise ArgumentError(f"Checkpoint: names must be non-empty and without '/', "
+                                    f"got {key!r}")
+        elif not isinstance(key, int):
+            raise ArgumentError(f"Checkpoint: dict keys must be strings, got {describe(key)}")
+        path = f"{prefix}{key}"
+        obj = _inner(obj)
+        if isinstance(obj, (Variable, Optimizer)):
+            out.append((path, obj))
+        elif isinstance(obj, (dict, list, tuple)):
+            out.extend(_flatten(obj, path + "/"))
+        else:
+            raise ArgumentError(f"Checkpoint: '{path}' must be a tf.variable, a tf.train "
+                                f"optimizer, or a dict/list/tuple of them, got "
+                                f"{describe(obj)}")
+    return out
+
+
+class _Layout:
+    """The live objects of a Checkpoint, by path, checked once."""
+
+    def __init__(self, objects):
+        entries = _flatten(objects)
+        self.variables, self.optimizers, seen = {}, {}, {}
+        for path, obj in entries:
+            if id(obj) in seen:
+                raise ArgumentError(f"Checkpoint: the same object is named both "
+                                    f"'{seen[id(obj)]}' and '{path}'")
+            seen[id(obj)] = path
+            (self.variables if isinstance(obj, Variable) else self.optimizers)[path] = obj
+        self.path_of = {id(v): p for p, v in self.variables.items()}
+
+
+def _describe_lr(lr):
+    if isinstance(lr, Schedule):
+        return {"schedule": type(lr).__name__, "config": _jsonable(dict(lr.get_config()))}
+    return lr
+
+
+def _jsonable(v):
+    if isinstance(v, (bool, int, float, str)) or v is None:
+        return v
+    if isinstance(v, (np.integer, np.floating, np.bool_)):
+        return v.item()
+    if isinstance(v, dict):
+        return {str(k): _jsonable(x) for k, x in v.items()}
+    if isinstance(v, (list, tuple)):
+        return [_jsonable(x) for x in v]
+    return repr(v)
+
+
+def _state(ckpt):
+    """(tensors by key, manifest) of the live objects."""
+    lay = ckpt._layout
+    tensors, manifest = {}, {"format": FORMAT, "version": VERSION,
+                             "save_counter": ckpt.save_counter, "variables": {},
+                             "optimizers": {}}
+    for path, v in lay.variables.items():
+        if v.is_disposed:
+            raise CheckpointError(f"Checkpoint: variable '{path}' ('{v.name}') is disposed")
+        if v.dtype not in _SAFE_DTYPES:
+            raise CheckpointError(f"Checkpoint: variable '{path}' is a {v.dtype} tensor; "
+                                  f"checkpoints hold {', '.join(_SAFE_DTYPES)}")
+        tensors[path] = np.ascontiguousarray(E.to_host(v._data))
+        manifest["variables"][path] = {"name": v.name, "dtype": v.dtype,
+                                       "shape": list(v.shape), "trainable": v.trainable}
+    for path, opt in lay.optimizers.items():
+        opt._check_alive()
+        update.prune(opt)
+        slots = {}
+        for ref, table in opt._slots.values():
+            var = ref()
+            if var is None:
+                continue
+            vpath = lay.path_of.get(id(var))
+            if vpath is None:
+                raise CheckpointError(
+                    f"Checkpoint: optimizer '{path}' has state (slots) for variable "
+                    f"'{var.name}', which this Checkpoint does not name: add the variable "
+                    f"to it, or training cannot resume exactly")
+            keys = {}
+            for slot, s in table.items():
+                key = f"{path}.slots/{vpath}/{slot}"
+                tensors[key] = np.ascontiguousarray(E.to_host(s._data))
+                keys[slot] = key
+            slots[vpath] = keys
+        cfg = {k: _jsonable(_describe_lr(v) if k == "learning_rate" else v)
+               for k, v in opt.get_config().items()}
+        manifest["optimizers"][path] = {"class": opt.class_name, "config": cfg,
+                                        "iterations": int(opt.iterations),
+                                        "skipped_steps": int(opt.skipped_steps),
+                                        "slots": slots}
+    clash = set(manifest["variables"]) & {k for k in tensors if ".slots/" in k}
+    if clash:
+        raise ArgumentError(f"Checkpoint: the name {sorted(clash)[0]!r} is taken by an "
+                            f"optimizer's slot: rename the variable")
+    from ..ops import creation
+    manifest["rng"] = _jsonable(creation._rng.bit_generator.state)
+    return tensors, manifest
+
+
+def _digest(manifest_json, tensors):
+    h = hashlib.sha256(manifest_json.encode())
+    for key in sorted(tensors):
+        a = tensors[key]
+        h.update(f"\0{key}\0{a.dtype.str}\0{a.shape}\0".encode())
+        h.update(memoryview(np.ascontiguousarray(a)).cast("B"))
+    return h.hexdigest()
+
+
+# ---------------------------------------------------------------- files
+
+def _atomic_write(path, data):
+    """``data`` at ``path``, whole or not at all (temp file, fsync, rename, fsync dir)."""
+    folder = os.path.dirname(os.path.abspath(path))
+    os.makedirs(folder, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{os.path.basename(path)}.", suffix=".tmp",
+                               dir=folder)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+    if hasattr(os, "O_DIRECTORY"):          # the rename itself survives a power cut
+        dfd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY)
+        try:
+            os.fsync(dfd)
+        finally:
+            os.close(dfd)
+
+
+def _read(path):
+    """(tensors, manifest) of a checkpoint file, verified; CheckpointError otherwise."""
+    path = os.fspath(path)
+    try:
+        with open(path, "rb") as f:
+            data = f.read()
+    except FileNotFoundError:
+        raise CheckpointError(f"{path}: no such checkpoint file") from None
+    except OSError as e:
+        raise CheckpointError(f"{path}: cannot be read ({e})") from None
+    bad = f"{path}: not a whole flowgrad checkpoint"
+    if len(data) < 8:
+        raise CheckpointError(f"{bad} (truncated to {len(data)} bytes)")
+    n = int.from_bytes(data[:8], "little")
+    if n > len(data) - 8:
+        raise CheckpointError(f"{bad} (truncated: its header needs {n} bytes, the file "
+                              f"has {len(data) - 8})")
+    try:
+        meta = json.loads(data[8:8 + n]).get("__metadata__") or {}
+        manifest_json = meta["flowgrad"]
+        manifest = json.loads(manifest_json)
+        stored = meta["sha256"]
+    except (ValueError, KeyError, AttributeError, TypeError):
+        raise CheckpointError(f"{bad} (its header is damaged or it was not written by "
+                              f"tf.train.Checkpoint)") from None
+    if manifest.get("format") != FORMAT:
+        raise CheckpointError(f"{bad} (format {manifest.get('format')!r})")
+    if manifest.get("version", 0) > VERSION:
+        raise CheckpointError(f"{path}: written by a newer flowgrad (checkpoint format "
+                              f"{manifest['version']}, this one reads up to {VERSION})")
+    try:
+        tensors = _safetensors().load(data)
+    except Exception as e:                  # safetensors' own error: a damaged layout
+        raise CheckpointError(f"{bad} (truncated or damaged: {e})") from None
+    found = _digest(manifest_json, tensors)
+    if found != stored:
+        raise CheckpointError(f"{path}: checksum mismatch, the file is corrupted (SHA-256 "
+                              f"stored {stored[:16]}..., computed {found[:16]}...); "
+                              f"nothing was restored")
+    return tensors, manifest
+
+
+def _distributed():
+    """(rank, size) under tf.distributed, else (0, 1)."""
+    from ..distributed import runtime
+    if not runtime.is_initialized():
+        return 0, 1
+    return runtime.rank(), runtime.size()
+
+
+def _barrier():
+    from ..distributed import runtime
+    if runtime.is_initialized() and runtime.size() > 1:
+        runtime.barrier()
+
+
+# ---------------------------------------------------------------- Checkpoint
+
+class Checkpoint:
+    """The state of a training run: variables and optimizers under keyword names (nested
+    dicts, lists and tuples welcome).
+
+    >>> import flowgrad as tf, tempfile, os
+    >>> w = tf.variable(tf.tensor([1.0, 2.0]), name="w_ckpt_doc")
+    >>> opt = tf.train.adam(0.1)
+    >>> opt.minimize(lambda: (w * w).sum())
+    >>> ckpt = tf.train.Checkpoint(optimizer=opt, w=w)
+    >>> folder = tempfile.mkdtemp()
+    >>> path = ckpt.save(os.path.join(folder, "ckpt"))
+    >>> os.path.basename(path)
+    'ckpt-1.safetensors'
+    >>> saved = w.numpy()
+    >>> opt.minimize(lambda: (w * w).sum())        # train on ...
+    >>> ckpt.restore(path)                         # ... and go back
+    >>> bool((w.numpy() == saved).all()), opt.iterations
+    (True, 1)
+    >>> w.dispose(); opt.dispose()
+    """
+
+    def __init__(self, **objects):
+        if not objects:
+            raise ArgumentError("Checkpoint() needs the variables and optimizers to save, "
+                                "as keywords: Checkpoint(optimizer=opt, w1=w1, ...)")
+        self._layout = _Layout(objects)
+        self.save_counter = 0       # checkpoints saved (and restored) so far: numbers files
+
+    def save(self, prefix):
+        """Write ``{prefix}-{n}.safetensors`` (n: one more than the last save, or than the
+        restored checkpoint's); returns its path. Under tf.distributed only rank 0 writes,
+        and every rank returns once the file is whole."""
+        n = self.save_counter + 1
+        path = f"{os.fspath(prefix)}-{n}{SUFFIX}"
+        self.save_counter = n
+        try:
+            self.write(path)
+        except BaseException:
+            self.save_counter = n - 1
+            raise
+        return path
+
+    def write(self, path):
+        """Write the checkpoint to exactly ``path`` (atomically); returns it."""
+        path = os.fspath(path)
+        tensors, manifest = _state(self)
+        rank, _ = _distributed()
+        if rank == 0:
+            manifest_json = json.dumps(manifest, sort_keys=True)
+            meta = {"flowgrad": manifest_json, "sha256": _digest(manifest_json, tensors)}
+            data = _safetensors().save(tensors, metadata=meta)
+            try:
+                _atomic_write(path, data)
+            except OSError as e:
+                raise CheckpointError(f"{path}: cannot be written ({e})") from None
+        _barrier()
+        return path
+
+    def restore(self, path, partial=False):
+        """Load ``path`` into the live objects, all or nothing: the file is verified and
+        every variable, optimizer and slot matched (name, dtype, shape, class) before
+        anything changes. ``partial=True`` ignores objects of the file that this
+        Checkpoint does not name (e.g. an optimizer, to load weights only)."""
+        tensors, manifest = _read(path)
+        E.tidy(lambda: _restore(self, os.fspath(path), tensors, manifest, partial))
+
+    def __repr__(self):
+        lay = self._layout
+        return (f"Checkpoint({len(lay.variables)} variables, {len(lay.optimizers)} "
+                f"optimizers: {', '.join(list(lay.variables) + list(lay.optimizers))})")
+
+
+def _mismatch(path, what, want, found):
+    return CheckpointError(f"{path}: {what}: expected {want} (the live object), found "
+                           f"{found} in the file; nothing was restored")
+
+
+def _carrier(arr, var):
+    """A private tensor holding a copy of ``arr`` (the target trades arrays with it)."""
+    return OPS["tensor"](np.array(arr, dtype=dtypes.NP[var.dtype], copy=True))
+
+
+def _restore(ckpt, path, tensors, manifest, partial):
+    lay = ckpt._layout
+    saved_vars, saved_opts = manifest["variables"], manifest["optimizers"]
+    if not partial:
+        extra = sorted(set(saved_vars) - set(lay.variables)) + \
+            sorted(set(saved_opts) - set(lay.optimizers))
+        if extra:
+            raise CheckpointError(f"{path}: holds {', '.join(map(repr, extra))}, which this "
+                                  f"Checkpoint does not name; name them, or pass "
+                                  f"partial=True to leave them; nothing was restored")
+    var_swaps = []
+    for vpath, var in lay.variables.items():
+        info = saved_vars.get(vpath)
+        if info is None:
+            raise CheckpointError(f"{path}: no variable '{vpath}' in the file (it has: "
+                                  f"{', '.join(saved_vars) or 'none'}); nothing was restored")
+        arr = tensors.get(vpath)
+        if arr is None or info["dtype"] != var.dtype or tuple(info["shape"]) != var.shape \
+                or tuple(arr.shape) != var.shape:
+            raise _mismatch(path, f"variable '{vpath}'", f"{var.dtype} {list(var.shape)}",
+                            f"{info['dtype']} {info['shape']}")
+        if var.is_disposed:
+            raise CheckpointError(f"{path}: the live variable '{vpath}' is disposed")
+        c = _carrier(arr, var)
+        var_swaps.append((var, c, c._data, c._buf, var._data, var._buf))
+    plans = []
+    try:
+        for opath, opt in lay.optimizers.items():
+            info = saved_opts.get(opath)
+            if info is None:
+                raise CheckpointError(f"{path}: no optimizer '{opath}' in the file (it has: "
+                                      f"{', '.join(saved_opts) or 'none'}); nothing was "
+                                      f"restored")
+            if info["class"] != opt.class_name:
+                raise _mismatch(path, f"optimizer '{opath}'", opt.class_name, info["class"])
+            opt._check_alive()
+            update.prune(opt)
+            plan = update.Plan(opt, as_int(info["iterations"], "iterations", path, 0),
+                               counts=False)
+            plans.append(plan)
+            for vpath, keys in info["slots"].items():
+                var = lay.variables.get(vpath)
+                if var is None:
+                    raise CheckpointError(f"{path}: optimizer '{opath}' has slots for "
+                                          f"variable '{vpath}', which this Checkpoint does "
+                                          f"not name; nothing was restored")
+                if set(keys) != set(opt.slot_names):
+                    raise _mismatch(path, f"the slots of '{vpath}' in '{opath}'",
+                                    sorted(opt.slot_names), sorted(keys))
+                live = plan.slots(var)
+                for slot, key in keys.items():
+                    arr = tensors.get(key)
+                    if arr is None or tuple(arr.shape) != var.shape:
+                        raise _mismatch(path, f"slot '{slot}' of '{vpath}' in '{opath}'",
+                                        list(var.shape),
+                                        "nothing" if arr is None else list(arr.shape))
+                    plan.put(live[slot], _carrier(arr, live[slot]))
+    except BaseException:
+        for p in plans:
+            p.abandon()
+        raise
+    hyper = [(opt, _hyper(opt, saved_opts[p]["config"]), int(saved_opts[p]["skipped_steps"]))
+             for p, opt in lay.optimizers.items()]
+    from ..ops import creation
+    rng = creation._rng.bit_generator
+    args = (var_swaps, plans, hyper, rng, manifest.get("rng"), ckpt,
+            int(manifest.get("save_counter", 0)))
+    try:
+        _commit(*args)
+    except BaseException:
+        update._finish(_commit, args)       # (an interrupt: the restore completes)
+        raise
+
+
+def _hyper(opt, saved):
+    """The optimizer's attributes to set from the saved config: numbers only (a learning
+    rate schedule is code, rebuilt by the program; the restored step count drives it)."""
+    out = {}
+    for key, value in saved.items():
+        if key == "learning_rate":
+            if isinstance(value, (int, float)) and not isinstance(value, bool) and \
+                    not isinstance(opt.learning_rate, Schedule):
+                out["_learning_rate"] = value
+        elif isinstance(value, (int, float)) and not isinstance(value, bool) \
+                and key in vars(opt):
+            out[key] = value
+    return out
+
+
+def _commit(var_swaps, plans, hyper, rng, rng_state, ckpt, counter):
+    # only stores of values computed beforehand (see train/update.py): rerunning it after
+    # an interrupt gives the same result
+    for target, carrier, new, new_buf, old, old_buf in var_swaps:
+        target._data = new
+        target._buf = new_buf
+        carrier._data = old
+        carrier._buf = old_buf
+    for plan in plans:
+        update._store(plan.swaps, plan.regs, plan.opt._slots, plan.opt, plan.it)
+    for opt, attrs, skipped in hyper:
+        d = opt.__dict__
+        for k, v in attrs.items():
+            d[k] = v
+        d["skipped_steps"] = skipped
+    if rng_state is not None and rng.state != rng_state:
+        rng.state = rng_state
+    ckpt.save_counter = counter
+
+
+# ---------------------------------------------------------------- finding checkpoints
+
+_NUMBERED = re.compile(r"^(?P<name>.+)-(?P<n>\d+)" + re.escape(SUFFIX) + "$")
+
+
+def _numbered(directory, name=None):
+    """[(number, path)] of the numbered checkpoint files in ``directory``, oldest first."""
+    try:
+        names = os.listdir(directory)
+    except FileNotFoundError:
+        return []
+    out = []
+    for f in names:
+        m = _NUMBERED.match(f)
+        if m and (name is None or m["name"] == name):
+            out.append((int(m["n"]), os.path.join(directory, f)))
+    return sorted(out)
+
+
+def latest_checkpoint(directory, checkpoint_name=None):
+    """The newest whole checkpoint in ``directory`` (the manager's index, else the highest
+    number), or None.
+
+    >>> import flowgrad as tf, tempfile
+    >>> tf.train.latest_checkpoint(tempfile.mkdtemp()) is None
+    True
+    """
+    directory = os.fspath(directory)
+    try:
+        with open(os.path.join(directory, INDEX)) as f:
+            latest = json.load(f)["latest"]
+        path = os.path.join(directory, latest)
+        m = _NUMBERED.match(latest)
+        if os.path.exists(path) and (checkpoint_name is None or
+                                     (m and m["name"] == checkpoint_name)):
+            return path
+    except (OSError, ValueError, KeyError, TypeError):
+        pass                                # no index, or not ours: look at the files
+    found = _numbered(directory, checkpoint_name)
+    return found[-1][1] if found else None
+
+
+class CheckpointManager:
+    """Numbered checkpoints in a folder: ``save()`` writes the next one and keeps the
+    newest ``max_to_keep`` (None: all), ``restore_or_initialize()`` resumes from the
+    newest, ``latest_checkpoint`` names it.
+
+    >>> import flowgrad as tf, tempfile
+    >>> w = tf.variable(tf.scalar(1.0), name="w_mgr_doc")
+    >>> mgr = tf.train.CheckpointManager(tf.train.Checkpoint(w=w), tempfile.mkdtemp(),
+    ...                                  max_to_keep=2)
+    >>> mgr.restore_or_initialize() is None           # nothing saved yet: a fresh start
+    True
+    >>> paths = [mgr.save() for _ in range(3)]
+    >>> [p.rsplit("/", 1)[-1] for p in mgr.checkpoints]
+    ['ckpt-2.safetensors', 'ckpt-3.safetensors']
+    >>> w.dispose()
+    """
+
+    def __init__(self, checkpoint, directory, max_to_keep=5, checkpoint_name="ckpt",
+                 init_fn=None):
+        if not isinstance(checkpoint, Checkpoint):
+            raise ArgumentError(f"CheckpointManager: checkpoint must be a "
+                                f"tf.train.Checkpoint, got {describe(checkpoint)}")
+        if max_to_keep is not None:
+            max_to_keep = as_int(max_to_keep, "max_to_keep", "CheckpointManager", 1)
+        if not isinstance(checkpoint_name, str) or not checkpoint_name or \
+                "/" in checkpoint_name or os.sep in checkpoint_name:
+            raise ArgumentError(f"CheckpointManager: checkpoint_name must be a file name, "
+                                f"got {describe(checkpoint_name)}")
+        if init_fn is not None and not callable(init_fn):
+            raise ArgumentError("CheckpointManager: init_fn must be a function")
+        self.checkpoint = checkpoint
+        self.directory = os.fspath(directory)
+        self.max_to_keep = max_to_keep
+        self.checkpoint_name = checkpoint_name
+        self.init_fn = init_fn
+
+    @property
+    def latest_checkpoint(self):
+        """The newest whole checkpoint of this manager's folder and name, or None."""
+        return latest_checkpoint(self.directory, self.checkpoint_name)
+
+    @property
+    def checkpoints(self):
+        """The checkpoints kept, oldest first."""
+        return [p for _, p in _numbered(self.directory, self.checkpoint_name)]
+
+    def save(self, checkpoint_number=None):
+        """Write the next numbered checkpoint (or number ``checkpoint_number``), make it
+        the latest, delete the oldest beyond ``max_to_keep``; returns its path."""
+        found = _numbered(self.directory, self.checkpoint_name)
+        if checkpoint_number is None:
+            n = max([k for k, _ in found] + [self.checkpoint.save_counter]) + 1
+        else:
+            n = as_int(checkpoint_number, "checkpoint_number", "CheckpointManager.save", 0)
+        base = f"{self.checkpoint_name}-{n}{SUFFIX}"
+        path = os.path.join(self.directory, base)
+        before = self.checkpoint.save_counter
+        self.checkpoint.save_counter = n
+        try:
+            self.checkpoint.write(path)
+        except BaseException:
+            self.checkpoint.save_counter = before
+            raise
+        rank, _ = _distributed()
+        if rank == 0:
+            _atomic_write(os.path.join(self.directory, INDEX),
+                          json.dumps({"latest": base}).encode())
+            self._prune(path)
+        _barrier()
+        return path
+
+    def _prune(self, newest):
+        if self.max_to_keep is not None:
+            kept = [p for _, p in _numbered(self.directory, self.checkpoint_name)]
+            for old in [p for p in kept if p != newest][:max(0, len(kept) -
+                                                                self.max_to_keep)]:
+                _remove(old)
+        # temporary files of saves that a crash interrupted (this process writes one at a
+        # time, and only rank 0 writes)
+        prefix = f".{self.checkpoint_name}-"
+        for f in os.listdir(self.directory):
+            if f.startswith(prefix) and f.endswith(".tmp"):
+                _remove(os.path.join(self.directory, f))
+
+    def restore_or_initialize(self):
+        """Restore the newest checkpoint and return its path; with none, call ``init_fn``
+        (if given) and return None."""
+        path = self.latest_checkpoint
+        if path is None:
+            if self.init_fn is not None:
+                self.init_fn()
+            return None
+        self.checkpoint.restore(path)
+        return path
+
+    def save_every_n_steps(self, n, optimizer=None):
+        """A hook for a training loop: ``hook(step)`` saves when ``step`` is a multiple of
+        ``n`` (``hook()`` counts ``optimizer``'s updates instead) and returns the path, or
+        None.
+
+        >>> import flowgrad as tf, tempfile
+        >>> w = tf.variable(tf.scalar(1.0), name="w_hook_doc")
+        >>> mgr = tf.train.CheckpointManager(tf.train.Checkpoint(w=w), tempfile.mkdtemp())
+        >>> hook = mgr.save_every_n_steps(2)
+        >>> [hook(step) is not None for step in range(1, 5)]
+        [False, True, False, True]
+        >>> w.dispose()
+        """
+        n = as_int(n, "n", "save_every_n_steps", 1)
+        if optimizer is not None:
+            optimizer = _inner(optimizer)
+            if not isinstance(optimizer, Optimizer):
+                raise ArgumentError(f"save_every_n_steps: optimizer must be a tf.train "
+                                    f"optimizer, got {describe(optimizer)}")
+
+        def hook(step=None):
+            if step is None:
+                if optimizer is None:
+                    raise ArgumentError("save_every_n_steps: call hook(step), or give the "
+                                        "optimizer whose updates count the steps")
+                step = optimizer.iterations
+            step = as_int(step, "step", "save_every_n_steps hook", 0)
+            return self.save() if step > 0 and step % n == 0 else None
+        return hook
+
+    def __repr__(self):
+        return (f"CheckpointManager({self.directory!r}, name={self.checkpoint_name!r}, "
+                f"max_to_keep={self.max_to_keep})")
+
+
+def _remove(path):
+    try:
+        os.remove(path)
+    except FileNotFoundError:
+        pass
