@@ -125,7 +125,7 @@ def _state(ckpt):
         if v.dtype not in _SAFE_DTYPES:
             raise CheckpointError(f"Checkpoint: variable '{path}' is a {v.dtype} tensor; "
                                   f"checkpoints hold {', '.join(_SAFE_DTYPES)}")
-        tensors[path] = np.ascontiguousarray(E.to_host(v._data))
+        tensors[path] = _c(E.to_host(v._data))
         manifest["variables"][path] = {"name": v.name, "dtype": v.dtype,
                                        "shape": list(v.shape), "trainable": v.trainable}
     for path, opt in lay.optimizers.items():
@@ -145,7 +145,7 @@ def _state(ckpt):
             keys = {}
             for slot, s in table.items():
                 key = f"{path}.slots/{vpath}/{slot}"
-                tensors[key] = np.ascontiguousarray(E.to_host(s._data))
+                tensors[key] = _c(E.to_host(s._data))
                 keys[slot] = key
             slots[vpath] = keys
         cfg = {k: _jsonable(_describe_lr(v) if k == "learning_rate" else v)
@@ -163,12 +163,19 @@ def _state(ckpt):
     return tensors, manifest
 
 
+def _c(a):
+    """``a`` as a C-contiguous NumPy array of its own shape (np.ascontiguousarray makes 0-d
+    arrays 1-d)."""
+    a = np.asarray(a)
+    return a if a.flags.c_contiguous else a.copy(order="C")
+
+
 def _digest(manifest_json, tensors):
     h = hashlib.sha256(manifest_json.encode())
     for key in sorted(tensors):
         a = tensors[key]
         h.update(f"\0{key}\0{a.dtype.str}\0{a.shape}\0".encode())
-        h.update(memoryview(np.ascontiguousarray(a)).cast("B"))
+        h.update(memoryview(_c(a)).cast("B"))
     return h.hexdigest()
 
 
@@ -319,8 +326,10 @@ class Checkpoint:
     def restore(self, path, partial=False):
         """Load ``path`` into the live objects, all or nothing: the file is verified and
         every variable, optimizer and slot matched (name, dtype, shape, class) before
-        anything changes. ``partial=True`` ignores objects of the file that this
-        Checkpoint does not name (e.g. an optimizer, to load weights only)."""
+        anything changes. Optimizers get their slots, step count and numeric
+        hyper-parameters back (a learning-rate schedule is code: the one the program built
+        stays, driven by the restored step count). ``partial=True`` ignores objects of the
+        file that this Checkpoint does not name (e.g. an optimizer, to load weights only)."""
         tensors, manifest = _read(path)
         E.tidy(lambda: _restore(self, os.fspath(path), tensors, manifest, partial))
 
