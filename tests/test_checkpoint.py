@@ -295,3 +295,29 @@ def test_the_file_is_plain_safetensors_with_a_manifest(tmp_path):
     finally:
         w.dispose()
         opt.dispose()
+
+
+def test_an_interrupt_at_any_point_of_a_restore_restores_all_or_nothing(tmp_path):
+    from test_atomic_updates import run_interrupted
+    model, opt, ckpt, path = _setup(tmp_path)
+    try:
+        here = ckpt.save(tmp_path / "here")            # the live state, to go back to
+        before = _state(opt, model)
+        ckpt.restore(path)
+        after = _state(opt, model)
+        assert before != after
+        ckpt.restore(here)
+        n = run_interrupted(lambda: ckpt.restore(path), None).n
+        ckpt.restore(here)
+        seen = set()
+        for k in range(1, n + 1, max(1, n // 60)):
+            t = run_interrupted(lambda: ckpt.restore(path), k)
+            got = _state(opt, model)
+            assert got in (before, after), f"half a restore after an interrupt at {k} of {n}"
+            seen.add(got == after)
+            assert t.fired
+            ckpt.restore(here)
+        assert seen == {False, True}
+    finally:
+        model.dispose()
+        opt.dispose()
