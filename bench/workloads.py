@@ -318,5 +318,7 @@ def w5(reps, steps=10_000):
             ("W5 ..., tf.jit", t["jit"], t["np"], 1e6 / steps, "us/step")]
 
 
-WORKLOADS.update({"W2": w2, "W3": w3, "W4a": w4a, "W5": w5})
-WORKLOADS = {k: WORKLOADS[k] for k in ("W1", "W2", "W3", "W4a", "W4b", "W5", "debug")}
+from .checkpoint import ckpt  # noqa: E402  (save/restore of 100 MB against np.save/np.load)
+
+WORKLOADS.update({"W2": w2, "W3": w3, "W4a": w4a, "W5": w5, "ckpt": ckpt})
+WORKLOADS = {k: WORKLOADS[k] for k in ("W1", "W2", "W3", "W4a", "W4b", "W5", "debug", "ckpt")}
