@@ -107,6 +107,15 @@ def check_nan_hunt(r, out):
     assert "-Inf created by log (forward pass)" in out
 
 
+def check_checkpoint_resume(r, out):
+    # killed with SIGKILL between two saves, resumed from the last whole checkpoint: every
+    # loss and weight is the very bits of the run that never stopped
+    assert r["match"] and r["losses_after_resume_match"] and r["weights_match"], r
+    assert r["resumed_from"] % 10 == 0 and 0 < r["resumed_from"] <= r["killed_after"]
+    assert r["loss_last"] < r["loss_first"] / 2
+    assert "resumed exactly" in out and "exit status" in out
+
+
 CHECKS = {name[len("check_"):]: f for name, f in globals().items()
           if name.startswith("check_")}
 
