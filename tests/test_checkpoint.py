@@ -250,9 +250,8 @@ def test_manager_keeps_the_newest_and_resumes_from_the_latest(tmp_path):
         assert mgr2.restore_or_initialize() == paths[-1]
         assert _state(opt, model) == want and opt.iterations == 10
         assert mgr2.save().endswith("ckpt-6.safetensors")
-        # without the index file, the highest number is the latest
-        os.remove(tmp_path / "checkpoint")
-        assert tf.train.latest_checkpoint(tmp_path).endswith("ckpt-6.safetensors")
+        assert tf.train.latest_checkpoint(tmp_path, "ckpt").endswith("ckpt-6.safetensors")
+        assert tf.train.latest_checkpoint(tmp_path, "other") is None
         # stray temporary files of an interrupted save are cleared by the next save
         (tmp_path / ".ckpt-7.safetensors.abc.tmp").write_bytes(b"half")
         mgr2.save()

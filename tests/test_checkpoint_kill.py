@@ -1,5 +1,5 @@
 """``kill -9`` during a CheckpointManager save loop (issue #16): whatever moment the kill
-lands on (in a save's write, fsync, rename, index update or pruning), the folder's newest
+lands on (in a save's write, fsync, rename or pruning), the folder's newest
 checkpoint is whole, ``latest_checkpoint`` names a whole one, and stray temporary files do
 not get in the way.
 

@@ -38,7 +38,6 @@ from .schedules import Schedule
 FORMAT = "flowgrad-checkpoint"
 VERSION = 1
 SUFFIX = ".safetensors"
-INDEX = "checkpoint"            # the manager's index file: the newest whole checkpoint
 _SAFE_DTYPES = ("float32", "float64", "int32", "bool")
 
 
@@ -478,25 +477,15 @@ def _numbered(directory, name=None):
 
 
 def latest_checkpoint(directory, checkpoint_name=None):
-    """The newest whole checkpoint in ``directory`` (the manager's index, else the highest
-    number), or None.
+    """The newest checkpoint in ``directory`` (of ``checkpoint_name`` if given): the one
+    with the highest number, or None. A numbered file appears only whole (it is renamed into
+    place once written), so the newest is always whole.
 
     >>> import flowgrad as tf, tempfile
     >>> tf.train.latest_checkpoint(tempfile.mkdtemp()) is None
     True
     """
-    directory = os.fspath(directory)
-    try:
-        with open(os.path.join(directory, INDEX)) as f:
-            latest = json.load(f)["latest"]
-        path = os.path.join(directory, latest)
-        m = _NUMBERED.match(latest)
-        if os.path.exists(path) and (checkpoint_name is None or
-                                     (m and m["name"] == checkpoint_name)):
-            return path
-    except (OSError, ValueError, KeyError, TypeError):
-        pass                                # no index, or not ours: look at the files
-    found = _numbered(directory, checkpoint_name)
+    found = _numbered(os.fspath(directory), checkpoint_name)
     return found[-1][1] if found else None
 
 
@@ -565,8 +554,6 @@ class CheckpointManager:
             raise
         rank, _ = _distributed()
         if rank == 0:
-            _atomic_write(os.path.join(self.directory, INDEX),
-                          json.dumps({"latest": base}).encode())
             self._prune(path)
         _barrier()
         return path
