@@ -11,7 +11,7 @@ training continue bit for bit as if it had never stopped.
 The file is a safetensors file (a plain, documented format: an 8-byte header length, a JSON
 header, the raw tensor bytes; no pickle, readable by every framework); the header's
 metadata holds a JSON manifest of the above and a SHA-256 of the manifest and of every
-tensor's name, dtype, shape and bytes (of the SHA-256s of its 8 MiB chunks: see _digest). Writing is atomic: a temporary file in the same
+tensor's name, dtype, shape and bytes. Writing is atomic: a temporary file in the same
 folder, flushed and fsync'ed, then renamed over the target (and the folder fsync'ed), so a
 crash or ``kill -9`` at any moment leaves the previous checkpoint whole. Restoring reads and
 verifies everything first, then changes the live objects in one commit that an interrupt
@@ -29,6 +29,7 @@ from .. import dtypes
 from .. import engine as E
 from ..args import as_int, describe
 from ..errors import ArgumentError, CheckpointError
+from ..ops import OPS
 from ..tensor import Variable
 from . import update
 from .optimizers import Optimizer
@@ -168,39 +169,12 @@ def _c(a):
     return a if a.flags.c_contiguous else a.copy(order="C")
 
 
-_CHUNK = 1 << 23                # bytes hashed per task: 8 MiB
-_pool = None
-
-
-def _sha(chunk):
-    return hashlib.sha256(chunk).digest()
-
-
 def _digest(manifest_json, tensors):
-    """SHA-256 of the manifest and, tensor by tensor (sorted by name), of its name, dtype,
-    shape and the SHA-256s of its bytes in 8 MiB chunks. (Chunks are hashed on several
-    threads, as hashlib releases the GIL: twice the speed on two cores.)"""
-    global _pool
-    heads, chunks = [], []
-    for key in sorted(tensors):
-        a = _c(tensors[key])
-        mv = memoryview(a).cast("B") if a.size else memoryview(b"")
-        heads.append((f"\0{key}\0{a.dtype.str}\0{a.shape}\0".encode(), len(chunks)))
-        chunks.extend(mv[i:i + _CHUNK] for i in range(0, len(mv), _CHUNK))
-    if len(chunks) > 2 and (os.cpu_count() or 1) > 1:
-        if _pool is None:
-            from concurrent.futures import ThreadPoolExecutor
-            _pool = ThreadPoolExecutor(min(4, os.cpu_count()),
-                                       thread_name_prefix="flowgrad-checksum")
-        sums = list(_pool.map(_sha, chunks))
-    else:
-        sums = [_sha(c) for c in chunks]
     h = hashlib.sha256(manifest_json.encode())
-    ends = [start for _, start in heads[1:]] + [len(sums)]
-    for (head, start), end in zip(heads, ends):
-        h.update(head)
-        for s in sums[start:end]:
-            h.update(s)
+    for key in sorted(tensors):
+        a = tensors[key]
+        h.update(f"\0{key}\0{a.dtype.str}\0{a.shape}\0".encode())
+        h.update(memoryview(_c(a)).cast("B"))
     return h.hexdigest()
 
 
@@ -370,11 +344,8 @@ def _mismatch(path, what, want, found):
 
 
 def _carrier(arr, var):
-    """A private tensor holding ``arr`` (read from the file: nobody else holds it); the
-    target trades arrays with it."""
-    if arr.dtype != dtypes.NP[var.dtype]:
-        arr = arr.astype(dtypes.NP[var.dtype])
-    return E.make_tensor(E.from_host(arr))
+    """A private tensor holding a copy of ``arr`` (the target trades arrays with it)."""
+    return OPS["tensor"](np.array(arr, dtype=dtypes.NP[var.dtype], copy=True))
 
 
 def _restore(ckpt, path, tensors, manifest, partial):
