@@ -52,7 +52,9 @@ class Model:
 
 
 def _train(opt, model, steps):
-    return [opt.minimize(model.loss, return_cost=True).item() for _ in range(steps)]
+    """The losses of ``steps`` steps, as bytes (bitwise, NaN included)."""
+    return [np.float32(opt.minimize(model.loss, return_cost=True).item()).tobytes()
+            for _ in range(steps)]
 
 
 def _state(opt, model):
@@ -88,7 +90,7 @@ def test_restore_in_another_process_with_new_variable_names(tmp_path):
         _train(opt, model, 4)
         ckpt = tf.train.Checkpoint(optimizer=opt, model=model.variables())
         path = ckpt.save(tmp_path / "run")
-        want = [v.hex() for v in _train(opt, model, 20)]
+        want = [v.hex() for v in _train(opt, model, 20)]   # (bytes.hex)
     finally:
         model.dispose()
         opt.dispose()
