@@ -11,19 +11,10 @@ import pytest
 
 import flowgrad as tf
 
-OPTIMIZERS = {
-    "sgd": lambda: tf.train.sgd(0.1),
-    "momentum": lambda: tf.train.momentum(0.1, 0.9),
-    "nesterov": lambda: tf.train.momentum(0.1, 0.9, use_nesterov=True),
-    "adagrad": lambda: tf.train.adagrad(0.1),
-    "adadelta": lambda: tf.train.adadelta(0.5),
-    "adam": lambda: tf.train.adam(0.05),
-    "adamw": lambda: tf.train.adamw(0.05, weight_decay=0.1),
-    "adamax": lambda: tf.train.adamax(0.05),
-    "rmsprop": lambda: tf.train.rmsprop(0.05, momentum=0.5),
-    "rmsprop_centered": lambda: tf.train.rmsprop(0.05, momentum=0.5, centered=True),
-    "adam_schedule": lambda: tf.train.adam(tf.train.exponential_decay(0.05, 5, 0.5)),
-}
+from test_atomic_updates import MAKERS       # (every optimizer configuration)
+
+OPTIMIZERS = {**MAKERS,
+              "adam_schedule": lambda: tf.train.adam(tf.train.exponential_decay(0.05, 5, 0.5))}
 
 rng0 = np.random.default_rng(16)
 X = rng0.normal(size=(16, 3)).astype(np.float32)
