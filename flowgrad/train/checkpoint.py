@@ -11,17 +11,15 @@ training continue bit for bit as if it had never stopped.
 The file is a safetensors file (a plain, documented format: an 8-byte header length, a JSON
 header, the raw tensor bytes; no pickle, readable by every framework); the header's
 metadata holds a JSON manifest of the above and a SHA-256 of the manifest and of every
-tensor's name, dtype, shape and bytes. Writing is atomic: a temporary file in the same
-folder, flushed and fsync'ed, then renamed over the target (and the folder fsync'ed), so a
-crash or ``kill -9`` at any moment leaves the previous checkpoint whole. Restoring reads and
-verifies everything first, then changes the live objects in one commit that an interrupt
-cannot leave half done: a bad file changes nothing.
+tensor's name, dtype, shape and bytes (see checkpoint_file.py). Writing is atomic: a
+temporary file in the same folder, fsync'ed, then renamed over the target (and the folder
+fsync'ed), so a crash or ``kill -9`` at any moment leaves the previous checkpoint whole.
+Restoring reads and verifies everything first, then changes the live objects in one commit
+that an interrupt cannot leave half done: a bad file changes nothing.
 """
-import hashlib
 import json
 import os
 import re
-import tempfile
 
 import numpy as np
 
@@ -29,21 +27,16 @@ from .. import dtypes
 from .. import engine as E
 from ..args import as_int, describe
 from ..errors import ArgumentError, CheckpointError
-from ..ops import OPS
 from ..tensor import Variable
+from . import checkpoint_file as CF
 from . import update
 from .optimizers import Optimizer
 from .schedules import Schedule
 
 FORMAT = "flowgrad-checkpoint"
-VERSION = 1
+VERSION = 2             # 2: the checksum hashes 8 MiB chunks (1 still reads)
 SUFFIX = ".safetensors"
-_SAFE_DTYPES = ("float32", "float64", "int32", "bool")
-
-
-def _safetensors():
-    import safetensors.numpy as st     # (a core dependency; imported when first used)
-    return st
+_SAFE_DTYPES = tuple(CF.CODES)
 
 
 # ---------------------------------------------------------------- what is checkpointed
@@ -124,7 +117,7 @@ def _state(ckpt):
         if v.dtype not in _SAFE_DTYPES:
             raise CheckpointError(f"Checkpoint: variable '{path}' is a {v.dtype} tensor; "
                                   f"checkpoints hold {', '.join(_SAFE_DTYPES)}")
-        tensors[path] = _c(E.to_host(v._data))
+        tensors[path] = CF.little_endian(E.to_host(v._data), v.dtype)
         manifest["variables"][path] = {"name": v.name, "dtype": v.dtype,
                                        "shape": list(v.shape), "trainable": v.trainable}
     for path, opt in lay.optimizers.items():
@@ -144,7 +137,7 @@ def _state(ckpt):
             keys = {}
             for slot, s in table.items():
                 key = f"{path}.slots/{vpath}/{slot}"
-                tensors[key] = _c(E.to_host(s._data))
+                tensors[key] = CF.little_endian(E.to_host(s._data), s.dtype)
                 keys[slot] = key
             slots[vpath] = keys
         cfg = {k: _jsonable(_describe_lr(v) if k == "learning_rate" else v)
@@ -162,89 +155,25 @@ def _state(ckpt):
     return tensors, manifest
 
 
-def _c(a):
-    """``a`` as a C-contiguous NumPy array of its own shape (np.ascontiguousarray makes 0-d
-    arrays 1-d)."""
-    a = np.asarray(a)
-    return a if a.flags.c_contiguous else a.copy(order="C")
-
-
-def _digest(manifest_json, tensors):
-    h = hashlib.sha256(manifest_json.encode())
-    for key in sorted(tensors):
-        a = tensors[key]
-        h.update(f"\0{key}\0{a.dtype.str}\0{a.shape}\0".encode())
-        h.update(memoryview(_c(a)).cast("B"))
-    return h.hexdigest()
-
-
-# ---------------------------------------------------------------- files
-
-def _atomic_write(path, data):
-    """``data`` at ``path``, whole or not at all (temp file, fsync, rename, fsync dir)."""
-    folder = os.path.dirname(os.path.abspath(path))
-    os.makedirs(folder, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{os.path.basename(path)}.", suffix=".tmp",
-                               dir=folder)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
-    if hasattr(os, "O_DIRECTORY"):          # the rename itself survives a power cut
-        dfd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY)
-        try:
-            os.fsync(dfd)
-        finally:
-            os.close(dfd)
-
-
 def _read(path):
     """(tensors, manifest) of a checkpoint file, verified; CheckpointError otherwise."""
     path = os.fspath(path)
-    try:
-        with open(path, "rb") as f:
-            data = f.read()
-    except FileNotFoundError:
-        raise CheckpointError(f"{path}: no such checkpoint file") from None
-    except OSError as e:
-        raise CheckpointError(f"{path}: cannot be read ({e})") from None
+    tensors, meta, check = CF.read(path)
     bad = f"{path}: not a whole flowgrad checkpoint"
-    if len(data) < 8:
-        raise CheckpointError(f"{bad} (truncated to {len(data)} bytes)")
-    n = int.from_bytes(data[:8], "little")
-    if n > len(data) - 8:
-        raise CheckpointError(f"{bad} (truncated: its header needs {n} bytes, the file "
-                              f"has {len(data) - 8})")
     try:
-        meta = json.loads(data[8:8 + n]).get("__metadata__") or {}
         manifest_json = meta["flowgrad"]
         manifest = json.loads(manifest_json)
-        stored = meta["sha256"]
+        version = manifest.get("version")
     except (ValueError, KeyError, AttributeError, TypeError):
         raise CheckpointError(f"{bad} (its header is damaged or it was not written by "
                               f"tf.train.Checkpoint)") from None
-    if manifest.get("format") != FORMAT:
-        raise CheckpointError(f"{bad} (format {manifest.get('format')!r})")
-    if manifest.get("version", 0) > VERSION:
+    if manifest.get("format") != FORMAT or type(version) is not int or version < 1:
+        raise CheckpointError(f"{bad} (format {manifest.get('format')!r}, version "
+                              f"{version!r})")
+    if version > VERSION:
         raise CheckpointError(f"{path}: written by a newer flowgrad (checkpoint format "
-                              f"{manifest['version']}, this one reads up to {VERSION})")
-    try:
-        tensors = _safetensors().load(data)
-    except Exception as e:                  # safetensors' own error: a damaged layout
-        raise CheckpointError(f"{bad} (truncated or damaged: {e})") from None
-    found = _digest(manifest_json, tensors)
-    if found != stored:
-        raise CheckpointError(f"{path}: checksum mismatch, the file is corrupted (SHA-256 "
-                              f"stored {stored[:16]}..., computed {found[:16]}...); "
-                              f"nothing was restored")
+                              f"{version}, this one reads up to {VERSION})")
+    check(manifest_json, version)
     return tensors, manifest
 
 
@@ -313,10 +242,8 @@ class Checkpoint:
         rank, _ = _distributed()
         if rank == 0:
             manifest_json = json.dumps(manifest, sort_keys=True)
-            meta = {"flowgrad": manifest_json, "sha256": _digest(manifest_json, tensors)}
-            data = _safetensors().save(tensors, metadata=meta)
             try:
-                _atomic_write(path, data)
+                CF.write(path, tensors, manifest_json)
             except OSError as e:
                 raise CheckpointError(f"{path}: cannot be written ({e})") from None
         _barrier()
@@ -344,8 +271,11 @@ def _mismatch(path, what, want, found):
 
 
 def _carrier(arr, var):
-    """A private tensor holding a copy of ``arr`` (the target trades arrays with it)."""
-    return OPS["tensor"](np.array(arr, dtype=dtypes.NP[var.dtype], copy=True))
+    """A private tensor holding ``arr`` (read from the file into an array nobody else
+    holds: no copy); the target trades arrays with it."""
+    if arr.dtype != dtypes.NP[var.dtype]:
+        arr = arr.astype(dtypes.NP[var.dtype])
+    return E.make_tensor(E.from_host(arr))
 
 
 def _restore(ckpt, path, tensors, manifest, partial):

@@ -15,7 +15,7 @@ import sys
 import numpy as np
 
 import flowgrad as tf
-from flowgrad.train import checkpoint as C
+from flowgrad.train import checkpoint_file as CF
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from train_mlp import GLOBAL_BATCH, build, dataset, loss_fn  # noqa: E402
@@ -23,15 +23,15 @@ from train_mlp import GLOBAL_BATCH, build, dataset, loss_fn  # noqa: E402
 SAVE_EVERY = 3
 
 _writes = []
-_atomic_write = C._atomic_write
+_write = CF.write
 
 
-def _counting_write(path, data):             # only rank 0 may ever get here
+def _counting_write(path, *args):            # only rank 0 may ever get here
     _writes.append(os.path.basename(path))
-    return _atomic_write(path, data)
+    return _write(path, *args)
 
 
-C._atomic_write = _counting_write
+CF.write = _counting_write
 
 
 def train(mode, folder, stop, rank, size):
