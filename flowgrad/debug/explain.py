@@ -1,9 +1,18 @@
 """Why is a gradient missing, or zero? ``tf.debug.explain_gradient(f, *args)`` replays f,
-recording where each op was called, and tells for each input whether it reaches the output
-and, if not, where the path broke: a stop_gradient, an op with zero gradient (floor, round,
-a comparison...), an integer index, a tensor computed before f was called, a variable that
-is not trainable, a tensor disposed inside f.
+recording where each op was called and where values were read out, and tells for each input
+whether it reaches the output and, if not, where the path broke, naming the op by its public
+name and the user's file:line:
+
+- cut: values read out (``data_sync``, ``numpy``, ``item``, ``np.asarray``...) and made into
+  a new tensor; ``stop_gradient``; an int/bool cast; a piecewise-constant op (floor, round,
+  a comparison...); a tensor computed before f was called; a variable with
+  ``trainable=False``; a tensor disposed inside f;
+- zeroed: the op whose rule turned a non-zero gradient into zeros here (a dead relu, a
+  saturated sigmoid/tanh, a ``where`` branch that is never taken, a multiplication by 0, a
+  clip that clips everything...).
 """
+import threading
+
 import numpy as np
 
 from .. import engine as E
@@ -70,7 +79,9 @@ def explain_gradient(f, *args):
     def run():
         sites.want_sites(True)
         level = E.recording_level()
+        watcher = _ReadWatcher()
         try:
+            E._tracer = watcher
             sess, owner = E.begin_recording()
             first_id = next(E._ids)          # tensors with smaller ids existed before f ran
             try:
@@ -80,12 +91,15 @@ def explain_gradient(f, *args):
                     f"f used a tensor disposed inside f (by dispose() or a tidy): {e}"])
                     for lab in labels], []
             finally:
+                E._tracer = watcher.previous
                 E.end_recording()
             if not isinstance(y, Tensor):
                 return [InputExplanation(lab, "missing", [
                     f"f returned {type(y).__name__}, not a tensor"]) for lab in labels], []
-            return _explain(y, xs, labels, sess), _leaf_notes(y, xs, sess, first_id)
+            return (_explain(y, xs, labels, sess, watcher.reads),
+                    _leaf_notes(y, xs, sess, first_id))
         finally:
+            E._tracer = watcher.previous
             sites.want_sites(False)
             E.unwind_recording(level)
     result, notes = E.tidy(run)
@@ -93,16 +107,76 @@ def explain_gradient(f, *args):
     return Explanation(out, notes)
 
 
-def _explain(y, xs, labels, sess):
+# how a read shows in the stack (the outermost flowgrad frame) -> what the user wrote
+_READS = {"__array__": "np.asarray / np.array", "__float__": "float()", "__int__": "int()",
+          "__bool__": "bool()", "__index__": "operator.index", "__format__": "format()",
+          "__array_function__": "a NumPy function", "__array_ufunc__": "a NumPy ufunc",
+          "__iter__": "iteration", "__len__": "len()", "__str__": "str()",
+          "__repr__": "repr()", "to_string": "to_string()", "print": "tf.print"}
+
+
+class _ReadWatcher:
+    """Stands in for ``E._tracer`` while f runs: records where tensor values were read out
+    (the tracer seam of Tensor._array; a jitted function runs eagerly meanwhile)."""
+
+    def __init__(self):
+        self.previous = E._tracer
+        self.thread = threading.get_ident()
+        self.reads = []                     # (tensor, Site)
+
+    def on_read(self, t):
+        if self.previous is not None:
+            self.previous.on_read(t)
+        if threading.get_ident() == self.thread:
+            site = sites.capture(2)
+            if site is not None and site.op not in OPS:     # (an op checking its inputs)
+                self.reads.append((t, site))
+
+    def on_assign(self, var, value):
+        if self.previous is not None:
+            self.previous.on_assign(var, value)
+
+
+def _read_reasons(label, x, dep, reads):
+    out, seen = [], set()
+    for t, site in reads:
+        if not (t is x or (t._node is not None and t._node in dep)) or site is None:
+            continue
+        how = _READS.get(site.op, f"{site.op}()")
+        what = label if t is x else f"a tensor computed from {label}"
+        key = (how, site.filename, site.lineno)
+        if key in seen:
+            continue
+        seen.add(key)
+        out.append(f"the values of {what} were read out by {how} at {site}: a tensor made "
+                   f"from read-out values is a constant, the gradient cannot flow back "
+                   f"through it; compute with flowgrad ops on {label} instead")
+    return out
+
+
+def _explain(y, xs, labels, sess, reads=()):
     nodes = [n for n in sess.nodes if n.pos <= (y._node.pos if y._node is not None and
                                                 y._node.sess is sess else -1)]
     ancestors = _ancestors(y, sess)
-    grads, connected = tape.backprop(
-        y, OPS["fill"](y.shape, 1, "float64" if y.dtype == "float64" else "float32"), xs,
-        sess)
+    flow = {}                       # node -> [output cotangent non-zero, {input: dx non-zero}]
+    prev_hook = tape.dx_hook
+
+    def watch(n, i, t, dx, dy):
+        r = flow.get(n)
+        if r is None:
+            r = flow[n] = [_nonzero(dy), {}]
+        r[1][i] = r[1].get(i, False) or _nonzero(dx)
+        return prev_hook(n, i, t, dx, dy) if prev_hook is not None else dx
+    tape.dx_hook = watch
+    try:
+        grads, connected = tape.backprop(
+            y, OPS["fill"](y.shape, 1, "float64" if y.dtype == "float64" else "float32"), xs,
+            sess)
+    finally:
+        tape.dx_hook = prev_hook
     result = []
     for x, label, g, c in zip(xs, labels, grads, connected):
-        dep = _dependents(x, nodes, sess)
+        dep = _dependents(x, sess.nodes, sess)
         if isinstance(x, Variable) and not x.trainable:
             pre = [f"{label} is not trainable (trainable=False): variable_grads and minimize "
                    f"skip it"]
@@ -116,22 +190,81 @@ def _explain(y, xs, labels, sess):
             result.append(InputExplanation(label, "flows", pre, float(
                 np.sqrt((g.numpy().astype(np.float64) ** 2).sum()))))
             continue
-        reasons = pre + _blockers(x, dep, ancestors, sess)
+        reasons = pre + _read_reasons(label, x, dep, reads) + \
+            _blockers(x, dep, ancestors, sess)
         if not dep:
-            reasons.append(f"{label} is not used by any op inside f: f must compute its result "
-                           f"from {label} inside f (a tensor computed from it before f was "
-                           f"called is a constant there)")
+            if len(reasons) == len(pre):
+                reasons.append(f"{label} is not used by any op inside f: f must compute its "
+                               f"result from {label} inside f (a tensor computed from it "
+                               f"before f was called is a constant there)")
         elif not (dep & ancestors):
-            used = [n for n in nodes if id(n) in {id(d) for d in dep}][:3]
+            used = sorted(dep, key=lambda n: n.pos)[:3]
             reasons.append(f"{label} is used inside f, but no result computed from it reaches "
                            f"the output (used by " + ", ".join(
                                f"{sites.op_name(n)}{_where(n)}" for n in used) + ")")
         status = "zero" if c else "missing"
+        if status == "zero":          # the ops that zeroed a live gradient come first
+            reasons[len(pre):len(pre)] = _zeroing(x, dep & ancestors, flow)
         if status == "zero" and len(reasons) == len(pre):
-            reasons.append("every rule on the path gives 0 at this point (e.g. relu of a "
-                           "negative input, or a multiplication by 0)")
+            reasons.append("every rule on the path gives 0 at this point")
         result.append(InputExplanation(label, status, reasons))
     return result
+
+
+def _nonzero(t):
+    if isinstance(t, (list, tuple)):
+        return any(_nonzero(u) for u in t if u is not None)
+    return t is not None and bool(np.any(np.asarray(E.to_host(t._data)) != 0))
+
+
+def _values(t):
+    return np.asarray(E.to_host(t._data))
+
+
+def _zeroing(x, path, flow):
+    """The ops on x's path that got a non-zero gradient and passed zeros on toward x."""
+    out = []
+    for n in sorted(path, key=lambda n: -n.pos):
+        r = flow.get(n)
+        if r is None or not r[0]:
+            continue
+        dep_inputs = [i for i, t in enumerate(n.inputs)
+                      if t is x or (t._node is not None and t._node in path)]
+        if dep_inputs and not any(r[1].get(i, False) for i in dep_inputs):
+            out.append(_why_zero(n, dep_inputs))
+    return out
+
+
+def _why_zero(n, dep_inputs):
+    name, where, prim = sites.op_name(n), _where(n), n.prim.name
+    ins = n.inputs
+    first = _values(ins[0]) if ins else None
+    if prim in ("Relu", "Relu6"):
+        return (f"{name}{where} is dead here: all {first.size} of its inputs are <= 0 "
+                f"(max {first.max():.4g}), where its derivative is 0")
+    if prim in ("Sigmoid", "Tanh"):
+        return (f"{name}{where} is saturated: its inputs have |x| >= "
+                f"{np.abs(first).min():.4g}, where its derivative underflows to 0 in "
+                f"{ins[0].dtype}")
+    if prim == "Select" and len(ins) == 3:
+        cond = _values(ins[0]).astype(bool)
+        branch = "a (taken where the condition is true)" if 1 in dep_inputs else \
+            "b (taken where the condition is false)"
+        state = "false" if 1 in dep_inputs else "true"
+        return (f"{name}{where} never takes branch {branch}: its condition is {state} "
+                f"everywhere ({int(cond.sum())} of {cond.size} true)")
+    if prim == "Multiply" and len(ins) == 2:
+        other = ins[1 - dep_inputs[0]] if len(dep_inputs) == 1 else None
+        if other is not None and not np.any(_values(other)):
+            return f"{name}{where} multiplies it by 0 everywhere"
+    if prim == "ClipByValue":
+        return f"{name}{where} clips every one of its inputs: outside the range, the " \
+               f"derivative is 0"
+    if prim in ("Maximum", "Minimum") and len(dep_inputs) == 1:
+        return f"{name}{where}: the other argument is chosen everywhere, so this one " \
+               f"gets no gradient"
+    what = ", ".join(tape._input_name(n.prim, i) for i in dep_inputs)
+    return f"{name}{where} gives a zero gradient to its input {what} at these values"
 
 
 def _ancestors(y, sess):
@@ -182,7 +315,8 @@ def _blockers(x, dep, ancestors, sess):
                     if src is not None and src.prim.name == "Cast":
                         made = f" (cast to {t.dtype}{_where(src)})"
                     reasons.append(f"it reaches {sites.op_name(n)}{_where(n)} as "
-                                   f"{tape._input_name(prim, i)}, an {t.dtype} input{made}, "
+                                   f"{tape._input_name(prim, i)}, {'an' if t.dtype == 'int32' else 'a'} "
+                                   f"{t.dtype} input{made}, "
                                    f"which gets no gradient")
     return reasons
 

@@ -31,16 +31,40 @@ def internal(filename):
     return filename.startswith(_PKG) and filename not in _USER_FILES
 
 
+_OPS = None
+
+
+def _public_ops():
+    global _OPS
+    if _OPS is None:
+        from ..ops import OPS
+        _OPS = OPS
+    return _OPS
+
+
+_OPERATOR_OPS = {"_getitem": "strided_slice"}      # operators that run a kernel directly
+
+
+def _private(name):
+    """A helper's name rather than an op's: `_matmul_op`, a closure `op`, a `<lambda>`."""
+    return name in ("op", "<lambda>") or (name.startswith("_") and not name.endswith("__"))
+
+
 def capture(depth=1):
     """The Site of the user's call that is running now (None if flowgrad called itself)."""
     f = sys._getframe(depth)
-    outer = None
+    outer, public = None, None
+    ops = _public_ops()
     while f is not None and internal(f.f_code.co_filename):
         outer = f
+        if f.f_code.co_name in ops:
+            public = f.f_code.co_name
         f = f.f_back
     if f is None:
         return None
     name = outer.f_code.co_name if outer is not None else "?"
+    if _private(name):          # an operator (x @ w, p > 0, 2 + x, x[0]): the op it runs
+        name = public if public is not None else _OPERATOR_OPS.get(name, name)
     fn = f.f_code.co_filename
     return Site(name, fn, f.f_lineno, linecache.getline(fn, f.f_lineno).strip())
 

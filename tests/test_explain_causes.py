@@ -1,0 +1,108 @@
+"""tf.debug.explain_gradient names every way a gradient path is cut or zeroed: the op by
+its public name and this file's line (issue 19)."""
+import os
+
+import numpy as np
+import pytest
+
+import flowgrad as tf
+
+HERE = os.path.basename(__file__)
+X = [1.0, 2.0]
+BEFORE = {}
+
+
+def _zeros(n):
+    return tf.zeros([n])
+
+
+# (case, f, status, words the reason must contain): each f on one line, the line it names
+CASES = [
+    ("data_sync", lambda x: tf.tensor(x.data_sync()).sum(), "missing", ["data_sync()"]),
+    ("numpy", lambda x: tf.tensor(x.numpy()).sum(), "missing", ["numpy()"]),
+    ("np.asarray", lambda x: tf.tensor(np.asarray(x) * 2).sum(), "missing", ["np.asarray"]),
+    ("item", lambda x: tf.scalar(x.sum().item()) * 2, "missing",
+     ["item()", "a tensor computed from x"]),
+    ("float", lambda x: tf.scalar(float(x.sum())), "missing", ["float()"]),
+    ("stop_gradient", lambda x: tf.stop_gradient(x).sum(), "missing", ["stop_gradient"]),
+    ("int index", lambda x: tf.gather(tf.tensor([1.0, 2.0, 3.0]), x.cast("int32")).sum(),
+     "zero", ["gather", "int32 input", "cast to int32"]),
+    ("comparison", lambda x: x.greater(0).to_float().sum(), "zero",
+     ["greater has a zero gradient"]),
+    ("round", lambda x: x.round().sum(), "zero", ["round has a zero gradient"]),
+    ("dead relu", lambda x: x.mul(-1).relu().sum(), "zero", ["relu", "dead"]),
+    ("saturated sigmoid", lambda x: x.mul(40).sigmoid().sum(), "zero",
+     ["sigmoid", "saturated"]),
+    ("saturated tanh", lambda x: x.mul(20).tanh().sum(), "zero", ["tanh", "saturated"]),
+    ("where not taken", lambda x: tf.where(x.greater(100), x.square(), _zeros(2)).sum(),
+     "zero", ["where", "never takes branch a"]),
+    ("times zero", lambda x: x.mul(_zeros(2)).sum(), "zero", ["mul", "by 0"]),
+    ("clipped", lambda x: x.clip_by_value(5, 6).sum(), "zero", ["clip_by_value"]),
+    ("maximum", lambda x: tf.maximum(x, 100).sum(), "zero", ["maximum", "other argument"]),
+]
+
+
+@pytest.mark.parametrize("case, f, status, words", CASES, ids=[c[0] for c in CASES])
+def test_each_cause_names_the_op_and_the_line(case, f, status, words):
+    x = tf.tensor(X)
+    e = tf.debug.explain_gradient(f, x)[0]
+    text = "\n".join(e.reasons)
+    assert e.status == status, f"{case}: {e}"
+    for w in words:
+        assert w in text, f"{case}: {w!r} not in {text!r}"
+    assert f"{HERE}:{f.__code__.co_firstlineno}" in text, f"{case}: no line in {text!r}"
+    x.dispose()
+
+
+def test_a_tensor_made_before_f_and_a_frozen_variable():
+    x = tf.tensor(X)
+    h = x.square()                                  # computed before f: a constant inside f
+    e = tf.debug.explain_gradient(lambda x: h.sum(), x)
+    assert e[0].status == "missing"
+    assert "not used by any op inside f" in e[0].reasons[0]
+    assert any("created before it was called" in n for n in e.notes)
+    w = tf.variable(tf.tensor([1.0]), trainable=False, name="frozen_explain")
+    try:
+        e = tf.debug.explain_gradient(lambda: w.square().sum())
+        mine = [i for i in e.inputs if "frozen_explain" in i.label][0]
+        assert any("trainable=False" in r for r in mine.reasons)
+    finally:
+        w.dispose()
+    tf.dispose([x, h])
+
+
+def test_a_healthy_input_flows_and_names_nothing():
+    x = tf.tensor(X)
+    e = tf.debug.explain_gradient(lambda x: x.mul(3).relu().sum(), x)[0]
+    assert e.status == "flows" and e.reasons == []
+    assert e.norm == pytest.approx(np.sqrt(2 * 9.0))     # d/dx sum(relu(3x)) = 3 each
+    x.dispose()
+
+
+def test_a_zero_on_one_path_does_not_hide_the_other():
+    """x reaches the output through a dead relu and through a live square: it flows."""
+    x = tf.tensor(X)
+    e = tf.debug.explain_gradient(lambda x: x.mul(-1).relu().sum() + x.square().sum(), x)[0]
+    assert e.status == "flows"
+    assert e.norm == pytest.approx(np.sqrt(2.0 ** 2 + 4.0 ** 2))
+    x.dispose()
+
+
+OPERATORS = {
+    "add": lambda a, b: a + b, "sub": lambda a, b: a - b, "mul": lambda a, b: a * b,
+    "div": lambda a, b: a / b, "mat_mul": lambda a, b: a @ b.transpose(),
+    "pow": lambda a, b: a ** b, "greater": lambda a, b: a > b, "less": lambda a, b: a < b,
+    "greater_equal": lambda a, b: a >= b, "less_equal": lambda a, b: a <= b,
+    "equal": lambda a, b: a == b, "not_equal": lambda a, b: a != b,
+    "neg": lambda a, b: -a, "strided_slice": lambda a, b: a[0],
+    "floor_div": lambda a, b: a // b, "mod": lambda a, b: a % b,
+}
+
+
+@pytest.mark.parametrize("name", list(OPERATORS))
+def test_graph_labels_operators_by_the_public_op_name(name):
+    a, b = tf.tensor([[1.0, 2.0]]), tf.tensor([[3.0, 1.0]])
+    g = tf.debug.graph(lambda a: OPERATORS[name](a, b), a)
+    labels = [n.label for n in g.nodes if n.kind == "op"]
+    assert labels[-1] == name, labels
+    tf.dispose([a, b])
