@@ -106,3 +106,30 @@ def test_graph_labels_operators_by_the_public_op_name(name):
     labels = [n.label for n in g.nodes if n.kind == "op"]
     assert labels[-1] == name, labels
     tf.dispose([a, b])
+
+
+def _warned_at(fn):
+    import warnings
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        fn()
+    return [(os.path.basename(w.filename), w.lineno, w.category.__name__) for w in seen]
+
+
+def test_numerics_warnings_point_at_the_users_line_forward_and_backward():
+    import inspect
+    x = tf.tensor([0.0, 1.0])
+
+    def forward():
+        with tf.debug.check_numerics(mode="warn"):
+            x.log()
+    line = inspect.getsourcelines(forward)[1] + 2
+    assert (HERE, line, "NumericsWarning") in _warned_at(forward)
+
+    def backward():
+        with tf.debug.check_numerics(mode="warn"):
+            tf.grad(lambda x: x.sqrt().sum())(x)                  # 1/(2 sqrt(0)) = inf
+    line = inspect.getsourcelines(backward)[1] + 2
+    got = _warned_at(backward)
+    assert got and all(w == (HERE, line, "NumericsWarning") for w in got), got
+    x.dispose()

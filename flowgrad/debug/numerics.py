@@ -9,7 +9,6 @@ pass then reports "the where trap" (0 × ∞ = NaN in the gradient of the op in 
 taken) with its fix.
 """
 import os
-import warnings
 import weakref
 
 import numpy as np
@@ -152,7 +151,7 @@ class check_numerics:
         self.findings.append(finding)
         if self.mode == "raise":
             raise NumericsError(finding)
-        warnings.warn(str(finding), NumericsWarning, stacklevel=4)
+        sites.warn(str(finding), NumericsWarning)
 
 
 _stack = []

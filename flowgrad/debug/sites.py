@@ -4,6 +4,7 @@ the stack; plain runs never do."""
 import linecache
 import os
 import sys
+import warnings
 from dataclasses import dataclass
 
 from .. import engine as E
@@ -67,6 +68,37 @@ def capture(depth=1):
         name = public if public is not None else _OPERATOR_OPS.get(name, name)
     fn = f.f_code.co_filename
     return Site(name, fn, f.f_lineno, linecache.getline(fn, f.f_lineno).strip())
+
+
+def user_frame(depth=1):
+    """The innermost stack frame outside flowgrad (None if there is none)."""
+    f = sys._getframe(depth + 1)
+    while f is not None and internal(f.f_code.co_filename):
+        f = f.f_back
+    return f
+
+
+def warn(message, category):
+    """Warn at the user's line, the first frame outside flowgrad, however many flowgrad
+    frames lie between (a fixed ``stacklevel`` points at the wrong line as soon as a call
+    goes through one frame more or less, e.g. a wrapped optimizer).
+
+    >>> import warnings
+    >>> with warnings.catch_warnings(record=True) as seen:
+    ...     warnings.simplefilter("always")
+    ...     warn("look here", UserWarning)
+    >>> seen[0].filename == __file__ or seen[0].filename.startswith("<doctest")
+    True
+    """
+    f = user_frame(1)
+    if f is None:
+        warnings.warn(message, category, stacklevel=2)
+        return
+    g = f.f_globals
+    warnings.warn_explicit(message, category, f.f_code.co_filename, f.f_lineno,
+                           module=g.get("__name__"),
+                           registry=g.setdefault("__warningregistry__", {}),
+                           module_globals=g)
 
 
 def node_site(node):
