@@ -1,159 +1,39 @@
-"""The documentation is tested: every ```python block of docs/*.md runs, in order, in one
-namespace per file, and where a ```text block follows it, what the block printed must be
-that text. A line ``...`` in the expected text stands for any number of lines, and ``...``
-inside a line for any characters (as doctest's ELLIPSIS). A block preceded by
-``<!-- no-test -->`` is not run; one preceded by ``<!-- test-if: EXPR -->`` runs only when
-EXPR (evaluated in the file's namespace) is true.
+"""The documentation is tested: the examples of docs/*.md run with Sybil (tests/docpages.py
+says the page format: python blocks, the ```text block that shows what one prints, the
+``<!-- no-test -->`` and ``<!-- test-if: EXPR -->`` markers, one script per page), and what
+they print is compared with doctools.page_output_matches: text exactly (``...`` wildcards),
+numbers with a tolerance, since trained float32 values differ in the last digit from one CPU
+to another. The docstring examples of flowgrad/ (``--doctest-modules``) get the same
+tolerance from the root conftest.py.
 
-The blocks of one page run as one script named after the page (``debugging_gradients.py``
-for ``debugging-gradients.md``), its lines numbered across the blocks in order, so that the
-places debug reports name read as they would in a user's script.
+Each page runs in a fresh interpreter (``python tests/docpages.py --check PAGE``), not
+through Sybil's pytest plugin in this process: the pages name their variables, change global
+settings and print memory counts, and must print the same whatever ran before them.
 
 To see what the blocks of a page print (to write its ```text blocks):
 
     python tests/test_docs.py docs/debugging-gradients.md
 
-The API reference is checked to name every public function and class, and, when mkdocs and
-mkdocstrings are installed (``pip install -e '.[docs]'``), the site is built with
-``mkdocs build --strict``.
+The API reference is checked to name every public function and class; the site build
+(``mkdocs build --strict``, when mkdocs and mkdocstrings are installed:
+``pip install -e '.[docs]'``) is a slow test (``pytest -m slow``).
 """
-import contextlib
+import doctest
 import importlib.util
-import io
-import linecache
 import os
 import pathlib
 import re
 import subprocess
 import sys
-import warnings
 
 import pytest
 
-import flowgrad  # noqa: F401 - the pages import it; run_page reads its variable registry
+import docpages
+import doctools
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 DOCS = ROOT / "docs"
 PAGES = sorted(DOCS.glob("*.md"))
-
-_FENCE = re.compile(r"^```(\w*)\s*$")
-_MARK = re.compile(r"^<!--\s*(no-test|test-if:(.*?))\s*-->\s*$")
-
-
-class Block:
-    def __init__(self, lang, lineno, code, marker):
-        self.lang, self.lineno, self.code, self.marker = lang, lineno, code, marker
-        self.expected = None        # the ```text block that follows, if any
-
-
-def parse(path):
-    """The fenced blocks of a Markdown file: python blocks with their expected output."""
-    lines = pathlib.Path(path).read_text(encoding="utf-8").split("\n")
-    blocks, i, marker, last = [], 0, None, None
-    while i < len(lines):
-        m = _FENCE.match(lines[i])
-        if m and m.group(1):
-            start = i + 1
-            j = start
-            while j < len(lines) and lines[j].rstrip() != "```":
-                j += 1
-            if j == len(lines):
-                raise ValueError(f"{path}:{i + 1}: unclosed ``` block")
-            b = Block(m.group(1), start + 1, "\n".join(lines[start:j]) + "\n", marker)
-            if b.lang == "text" and last is not None and last.lang == "python" \
-                    and last.expected is None and last.adjacent:
-                last.expected = b
-            else:
-                blocks.append(b)
-            b.adjacent = True
-            last, marker, i = b, None, j + 1
-            continue
-        mm = _MARK.match(lines[i].strip())
-        if mm:
-            marker = mm.group(1)
-        elif lines[i].strip() and last is not None:
-            last.adjacent = False   # prose between a code block and a text block
-        i += 1
-    return [b for b in blocks if b.lang == "python"]
-
-
-def matches(expected, actual):
-    """expected (with ``...`` wildcards) equals actual, ignoring trailing spaces and
-    trailing blank lines."""
-    def norm(s):
-        return "\n".join(line.rstrip() for line in s.rstrip().split("\n"))
-    exp, act = norm(expected), norm(actual)
-    if "..." not in exp:
-        return exp == act
-    parts = []
-    for line in exp.split("\n"):
-        if line.strip() == "...":
-            parts.append(r"(?:[^\n]*\n)*?")
-        else:
-            parts.append(".*?".join(re.escape(p) for p in line.split("...")) + r"\n")
-    return re.fullmatch("".join(parts), act + "\n") is not None
-
-
-def script_name(page):
-    return pathlib.Path(page).stem.replace("-", "_") + ".py"
-
-
-def run_page(page, on_block):
-    """Run the python blocks of ``page`` in one namespace; call
-    ``on_block(block, printed_or_None, error_or_None)`` after each."""
-    registry = sys.modules["flowgrad.tensor"]._VARIABLES     # (tf.tensor is the op)
-    before = set(registry)
-    name = script_name(page)
-    namespace = {"__name__": "__main__", "__file__": name}
-    source = []
-    try:
-        for b in parse(page):
-            if b.marker == "no-test":
-                on_block(b, None, None)
-                continue
-            if b.marker and b.marker.startswith("test-if:"):
-                if not eval(b.marker[len("test-if:"):], namespace):
-                    on_block(b, None, None)
-                    continue
-            first = len(source) + 1
-            source += b.code.split("\n")[:-1]
-            text = "\n".join(source) + "\n"
-            linecache.cache[name] = (len(text), None, text.splitlines(True), name)
-            code = compile("\n" * (first - 1) + b.code, name, "exec")
-            out = io.StringIO()
-            error = None
-            with contextlib.redirect_stdout(out), warnings.catch_warnings():
-                warnings.simplefilter("ignore")
-                try:
-                    exec(code, namespace)
-                except Exception as e:   # reported with the block's place in the page
-                    error = e
-            on_block(b, out.getvalue(), error)
-            if error is not None:
-                return
-    finally:
-        linecache.cache.pop(name, None)
-        for key in set(registry) - before:      # pages name their variables: free the names
-            registry[key].dispose()
-
-
-def check_page(page):
-    """Run a page's blocks; the list of failures (empty when every block ran and printed
-    what the page shows)."""
-    page = pathlib.Path(page).resolve()
-    failures = []
-
-    def check(b, printed, error):
-        where = f"{os.path.relpath(page, ROOT)}:{b.lineno}"
-        if printed is None:
-            return
-        if error is not None:
-            failures.append(f"{where}: the block raised {type(error).__name__}: {error}")
-        elif b.expected is not None and not matches(b.expected.code, printed):
-            failures.append(f"{where}: the block printed\n{printed}\nbut the page shows "
-                            f"(line {b.expected.lineno})\n{b.expected.code}")
-    run_page(page, check)
-    return failures
 
 
 @pytest.mark.parametrize("page", PAGES, ids=[p.name for p in PAGES])
@@ -161,38 +41,114 @@ def test_page_examples(page):
     # a fresh interpreter per page: the pages name their variables, change global settings,
     # and must print the same whatever ran before them
     env = {k: v for k, v in os.environ.items() if not k.startswith("FLOWGRAD_")}
-    r = subprocess.run([sys.executable, __file__, "--check", str(page)], cwd=ROOT,
+    r = subprocess.run([sys.executable, docpages.__file__, "--check", str(page)], cwd=ROOT,
                        capture_output=True, text=True, timeout=120, env=env)
     assert r.returncode == 0, r.stdout + r.stderr
+
+
+def _snippets(page):
+    return [r.parsed for _, r in docpages.SYBIL.parse(page).regions
+            if isinstance(r.parsed, docpages.Snippet)]
 
 
 def test_every_guide_has_tested_examples():
     for name in ("custom-gradients.md", "debugging-gradients.md",
                  "derivatives-and-gradients.md", "porting-from-tfjs.md"):
-        blocks = parse(DOCS / name)
-        shown = [b for b in blocks if b.expected is not None and b.marker is None]
+        shown = [s for s in _snippets(DOCS / name)
+                 if s.expected is not None and s.marker is None]
         assert len(shown) >= 3, f"{name}: fewer than 3 examples with their output"
 
 
-def test_matches():
-    assert matches("a\nb  \n\n", "a\nb")
-    assert not matches("a\nb", "a\nc")
-    assert matches("x = ...!\n...\nend", "x = 12!\nmore\nlines\nend")
-    assert matches("x\n...\nend", "x\nend")
-    assert not matches("x = ...!", "x = 12?")
+def _run(page):
+    seen = []
+    docpages.run_page(page, lambda s, out, err: seen.append((out, err)))
+    return seen
 
 
 def test_parse_markers(tmp_path):
     page = tmp_path / "p.md"
     page.write_text("Intro.\n\n```python\nprint(1)\n```\n\n```text\n1\n```\n\n"
-                    "<!-- no-test -->\n```python\nboom()\n```\n\nProse.\n\n```python\n"
-                    "print(2)\n```\n\nNot the output:\n\n```text\n3\n```\n")
-    blocks = parse(page)
-    assert [b.marker for b in blocks] == [None, "no-test", None]
-    assert blocks[0].expected.code == "1\n" and blocks[2].expected is None
-    seen = []
-    run_page(page, lambda b, out, err: seen.append((out, err)))
-    assert seen == [("1\n", None), (None, None), ("2\n", None)]
+                    "<!-- no-test -->\n```python\nboom()\n```\n\nProse.\n\n"
+                    "<!-- test-if: 1 + 1 == 3 -->\n```python\nboom()\n```\n\n"
+                    "<!-- test-if: 1 + 1 == 2 -->\n```python\nprint(2)\n```\n\n"
+                    "Not the output:\n\n```text\n3\n```\n")
+    snippets = _snippets(page)
+    assert [s.line for s in snippets] == [4, 13, 20, 25]
+    assert snippets[0].expected == "1\n" and snippets[0].expected_line == 8
+    assert all(s.expected is None for s in snippets[1:])
+    assert [s.marker for s in snippets] == [None, "no-test", "test-if: 1 + 1 == 3",
+                                            "test-if: 1 + 1 == 2"]
+    assert _run(page) == [("1\n", None), (None, None), (None, None), ("2\n", None)]
+
+
+def test_a_marker_must_precede_a_python_block(tmp_path):
+    page = tmp_path / "p.md"
+    page.write_text("<!-- no-test -->\nProse.\n\n```python\nprint(1)\n```\n")
+    with pytest.raises(ValueError, match="must be just before a ```python block"):
+        docpages.SYBIL.parse(page)
+
+
+def test_blocks_run_as_one_script_named_after_the_page(tmp_path):
+    page = tmp_path / "my-page.md"
+    page.write_text("```python\nimport traceback\n```\n\nProse.\n\n```python\n"
+                    "def where():\n    return traceback.extract_stack()[-2]\n```\n\n"
+                    "```python\nf = where()\nprint(f.filename, f.lineno, f.line, __name__)\n```\n")
+    assert _run(page)[2] == ("my_page.py 4 f = where() __main__\n", None)
+
+
+def test_last_digit_differences_pass_real_differences_fail(tmp_path):
+    page = tmp_path / "p.md"
+    page.write_text("```python\nprint('Tensor\\n    [[-0.222904],\\n     [0.0365628]]')\n"
+                    "```\n\n```text\nTensor\n    [[-0.222904],\n     [0.0365629]]\n```\n\n"
+                    "```python\nprint('loss 0.0365 after 100 steps')\n```\n\n"
+                    "```text\nloss 0.0366 after ... steps\n```\n")
+    (ok, e1), (out, e2) = _run(page)
+    assert e1 is None
+    assert "loss 0.0366 after ... steps" in str(e2) and "line 16" in str(e2)
+    assert docpages.check_page(page, tmp_path)[0].startswith("p.md:12: the block printed")
+
+
+def test_block_errors_end_the_page_with_a_traceback_in_the_script(tmp_path):
+    page = tmp_path / "p.md"
+    page.write_text("```python\nx = 1\n```\n\n```python\nx = 1 / 0\n```\n\n"
+                    "```python\nprint(x)\n```\n")
+    failures = docpages.check_page(page, tmp_path)
+    assert len(failures) == 1 and failures[0].startswith("p.md:6: the block raised "
+                                                         "ZeroDivisionError")
+    assert 'File "p.py", line 2' in failures[0] and "x = 1 / 0" in failures[0]
+
+
+def test_output_comparison():
+    m = doctools.page_output_matches
+    assert m("a\nb  \n\n", "a\nb") and not m("a\nb", "a\nc")
+    assert m("x = ...!\n...\nend", "x = 12!\nmore\nlines\nend")
+    assert m("x\n...\nend", "x\nend") and not m("x = ...!", "x = 12?")
+    assert m("[0.0365629]", "[0.0365628]") and not m("[0.0366]", "[0.0365]")
+    assert m("loss ...: 1.2e-08", "loss 7: -3e-09")             # zero up to rounding
+    assert m("[1. 1.]", "[0.9999999 1.0000001]") and not m("[1. 1.]", "[1. 1.01]")
+    assert not m("float32 [2, 3]", "float32 [2, 4]")               # integers are exact
+    assert m("1", "0.9999999") and not m("1", "2")          # an integer-looking float
+    assert not m("float32", "float31") and not m("v1.2.3", "v1.2.4")
+
+
+def test_docstring_examples_compare_numbers_with_a_tolerance():
+    # the checker pytest's --doctest-modules uses here is the root conftest's tolerant one
+    import _pytest.doctest
+    checker = _pytest.doctest._get_checker()
+    assert isinstance(checker, doctools.FloatTolerantOutputs)
+    assert checker.check_output("[0.0365629]\n", "[0.0365628]\n", 0)
+    assert not checker.check_output("[0.0366]\n", "[0.0365]\n", 0)
+    assert checker.check_output("a ... 0.0365629\n", "a b c 0.0365628\n", doctest.ELLIPSIS)
+    assert not checker.check_output("a ... 0.0366\n", "a b c 0.0365\n", doctest.ELLIPSIS)
+    assert checker.check_output("[1.0,   2.0]\n", "[1.0000001, 2.0]\n",
+                                doctest.NORMALIZE_WHITESPACE)
+    assert not checker.check_output("shape [2, 3]\n", "shape [2, 4]\n", 0)
+    # and through doctest's runner, as pytest runs a docstring
+    runner = doctest.DocTestRunner(checker=checker, optionflags=0)
+    for printed, failed in (("0.0365628", 0), ("0.0365", 1)):
+        test = doctest.DocTestParser().get_doctest(
+            f">>> print({printed})\n0.0365629\n", {}, "t", "t.py", 0)
+        assert runner.run(test, out=lambda s: None).failed == failed
 
 
 # ---------------------------------------------------------------- the API reference
@@ -258,6 +214,7 @@ def _have_mkdocs():
                for m in ("mkdocs", "mkdocstrings", "mkdocstrings_handlers.python"))
 
 
+@pytest.mark.slow          # ~1 min: the mkdocs site build
 @pytest.mark.skipif(not _have_mkdocs(), reason="mkdocs and mkdocstrings[python] are not "
                     "installed (pip install -e '.[docs]'): the site build is not checked")
 def test_mkdocs_build_strict(tmp_path):
@@ -273,26 +230,6 @@ def test_mkdocs_build_strict(tmp_path):
         assert (tmp_path / "site" / page / "index.html").exists()
 
 
-def _main(argv):
-    """Print what each python block of the given pages prints."""
-    for page in argv or PAGES:
-        print(f"======== {page}")
-
-        def show(b, printed, error):
-            print(f"---- line {b.lineno}" + (f" ({b.marker})" if b.marker else ""))
-            if printed:
-                print(printed, end="")
-            if error is not None:
-                print(f"!!!! {type(error).__name__}: {error}")
-            if b.expected is not None and printed is not None and error is None:
-                print("     (matches the page)" if matches(b.expected.code, printed)
-                      else "     (DIFFERS from the page)")
-        run_page(page, show)
-
-
 if __name__ == "__main__":
-    if sys.argv[1:2] == ["--check"]:
-        found = [f for page in sys.argv[2:] for f in check_page(page)]
-        print("\n\n".join(found))
-        sys.exit(1 if found else 0)
-    _main(sys.argv[1:])
+    # the page writers' command: what each block prints (see docpages.py)
+    sys.exit(docpages.main(sys.argv[1:]))
