@@ -1,5 +1,6 @@
 """tf.debug.graph: nodes, labels, gradient norms, NaN/Inf highlights, DOT and Mermaid text,
 rendering through Graphviz (or the error saying how to get it)."""
+import gc
 import re
 import shutil
 import warnings
@@ -138,6 +139,7 @@ def test_non_scalar_output_is_summed_and_multi_output_edges_are_indexed():
 
 def test_graph_frees_what_it_records_and_restores_the_hooks():
     x = tf.tensor([1.0, 2.0])
+    gc.collect()        # (garbage of earlier tests, collected mid-test, would skew the count)
     before = tf.memory().num_tensors
     tf.debug.graph(lambda x: (x * 2).exp().sum(), x)
     tf.debug.graph(lambda a, b: a + b, 1.0, 2.0)      # numbers become tensors, then freed
