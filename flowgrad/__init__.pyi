@@ -15,8 +15,6 @@ from typing import Any, Sequence
 from .tensor import Tensor as Tensor, TensorLike as TensorLike, Variable as Variable
 from .tensor import _MomentsResult as _MomentsResult
 from .tensor import _TopkResult as _TopkResult
-from ._engine_api import _EngineModule as _EngineModule
-from .backends import _CallableModule as _CallableModule
 from .dtypes import DType as _DType
 from .ops.losses import Reduction as _Reduction
 from .train.optimizers import AdadeltaOptimizer as AdadeltaOptimizer
@@ -52,6 +50,7 @@ from .errors import UnconnectedGradientError as UnconnectedGradientError
 from .errors import VariableError as VariableError
 from . import args as args
 from ._engine_api import backend as backend
+from . import backends as backends
 from .train.clipping import clip_by_global_norm as clip_by_global_norm
 from .train.clipping import clip_by_norm as clip_by_norm
 from .gradients import custom_grad as custom_grad
@@ -62,6 +61,7 @@ from .tensor import dispose_variables as dispose_variables
 from . import distributed as distributed
 from . import dtypes as dtypes
 from .debug.numerics import enable_debug_mode as enable_debug_mode
+from . import engine as engine
 from . import errors as errors
 from .backends import get_backend as get_backend
 from ._engine_api import get_gradient as get_gradient
@@ -95,9 +95,7 @@ from .gradients import variable_grads as variable_grads
 from .jacobians import vjp as vjp
 
 __version__: str
-backends: _CallableModule
 bool_: _DType
-engine: _EngineModule
 float32: _DType
 float64: _DType
 image: _ImageNamespace

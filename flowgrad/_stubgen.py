@@ -513,7 +513,8 @@ def _init_stub() -> tuple[str, set[str]]:
     reexports, defs, values, ns_classes = [], [], [], []
     for name, obj in sorted(public.items()):
         mod = getattr(obj, "__module__", None) or ""
-        if isinstance(obj, types.ModuleType) and type(obj) is types.ModuleType:
+        if isinstance(obj, types.ModuleType):
+            # (a callable module, tf.engine, is typed as the module: what its code imports)
             reexports.append(f"from . import {name} as {name}")
         elif inspect.isclass(obj) and obj.__module__.startswith("flowgrad"):
             reexports.append(f"from {_rel(obj.__module__)} import {obj.__name__} as {name}")

@@ -5,7 +5,10 @@ All of them run f while the engine records (TF.js's rule: only ops inside a grad
 function are recorded), then backprop from f's result. Nested calls record the inner
 backward pass, which is how grad(grad(f)) works, to any order.
 """
+from __future__ import annotations
+
 import inspect
+from typing import TYPE_CHECKING, Any, Callable, ContextManager, Literal, Sequence
 
 from . import dtypes
 from . import engine as E
@@ -15,6 +18,22 @@ from .names import Result
 from .ops import OPS, PRIMITIVES
 from .tape import backprop, check_dy_shape
 from .tensor import Tensor, Variable, _VARIABLES, convert
+
+if TYPE_CHECKING:
+    from .tensor import TensorLike
+
+    # what the gradient functions return: tuples that also have the fields as attributes
+    class ValueAndGrad(tuple[Tensor, Tensor]):
+        value: Tensor
+        grad: Tensor
+
+    class ValueAndGrads(tuple[Tensor, list[Tensor]]):
+        value: Tensor
+        grads: list[Tensor]
+
+    class VariableGrads(tuple[Tensor, "GradMap"]):
+        value: Tensor
+        grads: GradMap
 
 _fill = OPS["fill"]
 _cast = OPS["cast"]
@@ -146,7 +165,8 @@ def _as_args(args, api):
 
 # ---------------------------------------------------------------- grad / grads
 
-def grad(f, allow_unconnected=False):
+def grad(f: Callable[..., Tensor], allow_unconnected: bool = False
+         ) -> Callable[..., Tensor]:
     """The gradient function of f: ``grad(f)(x, dy=None)`` is d(sum(dy·f(x)))/dx.
 
     f need not return a scalar (dy defaults to ones). Nest for higher order.
@@ -160,7 +180,7 @@ def grad(f, allow_unconnected=False):
     _check_f(f, "grad")
     arity = _arity(f)
 
-    def grad_f(x, dy=None):
+    def grad_f(x: TensorLike, dy: TensorLike | None = None) -> Tensor:
         def body():
             xt = convert(x, "x", "tf.grad")
             _, gs = _gradients(lambda: _call(f, arity, [xt], "grad(f)(x)"), [xt], dy,
@@ -174,7 +194,8 @@ def grad(f, allow_unconnected=False):
     return grad_f
 
 
-def grads(f, allow_unconnected=False):
+def grads(f: Callable[..., Tensor], allow_unconnected: bool = False
+          ) -> Callable[..., list[Tensor]]:
     """The gradients of f with respect to each argument: ``grads(f)([x1, x2], dy=None)``.
 
     f receives the arguments spread (as many as it takes: a closure over variables may take
@@ -188,7 +209,8 @@ def grads(f, allow_unconnected=False):
     _check_f(f, "grads")
     arity = _arity(f)
 
-    def grads_f(args, dy=None):
+    def grads_f(args: TensorLike | Sequence[TensorLike], dy: TensorLike | None = None
+                ) -> list[Tensor]:
         def body():
             xs = _as_args(args, "grads")
             _, gs = _gradients(lambda: _call(f, arity, xs, "grads(f)([x1,...])"), xs, dy,
@@ -203,7 +225,8 @@ def grads(f, allow_unconnected=False):
     return grads_f
 
 
-def value_and_grad(f, allow_unconnected=False):
+def value_and_grad(f: Callable[..., Tensor], allow_unconnected: bool = False
+                   ) -> Callable[..., ValueAndGrad]:
     """Like ``grad``, returning both: ``value, g = value_and_grad(f)(x)`` (also ``.value``
     and ``.grad``).
 
@@ -215,7 +238,7 @@ def value_and_grad(f, allow_unconnected=False):
     _check_f(f, "value_and_grad")
     arity = _arity(f)
 
-    def vg(x, dy=None):
+    def vg(x: TensorLike, dy: TensorLike | None = None) -> ValueAndGrad:
         def body():
             xt = convert(x, "x", "value_and_grad")
             y, gs = _gradients(lambda: _call(f, arity, [xt], "value_and_grad(f)(x)"), [xt], dy,
@@ -229,7 +252,8 @@ def value_and_grad(f, allow_unconnected=False):
     return vg
 
 
-def value_and_grads(f, allow_unconnected=False):
+def value_and_grads(f: Callable[..., Tensor], allow_unconnected: bool = False
+                    ) -> Callable[..., ValueAndGrads]:
     """Like ``grads``, returning the value too: ``value, grads = value_and_grads(f)(args)``.
 
     >>> import flowgrad as tf
@@ -240,7 +264,8 @@ def value_and_grads(f, allow_unconnected=False):
     _check_f(f, "value_and_grads")
     arity = _arity(f)
 
-    def vgs(args, dy=None):
+    def vgs(args: TensorLike | Sequence[TensorLike], dy: TensorLike | None = None
+            ) -> ValueAndGrads:
         def body():
             xs = _as_args(args, "value_and_grads")
             y, gs = _gradients(lambda: _call(f, arity, xs, "value_and_grads(f)([x1,...])"), xs,
@@ -264,17 +289,18 @@ class GradMap(dict):
     def _key(k):
         return k.name if isinstance(k, Variable) else k
 
-    def __getitem__(self, k):
+    def __getitem__(self, k: str | Variable) -> Tensor:
         return dict.__getitem__(self, self._key(k))
 
-    def __contains__(self, k):
+    def __contains__(self, k: object) -> bool:
         return dict.__contains__(self, self._key(k))
 
-    def get(self, k, default=None):
+    def get(self, k: str | Variable, default: Any = None) -> Any:
         return dict.get(self, self._key(k), default)
 
 
-def variable_grads(f, var_list=None):
+def variable_grads(f: Callable[[], Tensor], var_list: Sequence[Variable] | None = None
+                   ) -> VariableGrads:
     """The value of f() (a scalar) and its gradients with respect to trainable variables:
     ``value, grads = variable_grads(f)``; ``grads[w]`` or ``grads["w"]``.
 
@@ -287,14 +313,14 @@ def variable_grads(f, var_list=None):
     (9.0, 6.0)
     >>> w.dispose()
     """
-    _check_f(f, "variableGrads")
+    _check_f(f, "variable_grads")
     if var_list is None:
         var_list = list(_VARIABLES.values())
         explicit = False
     else:
         if not isinstance(var_list, (list, tuple)) or not all(isinstance(v, Variable)
                                                               for v in var_list):
-            raise ArgumentError("The varList passed in variableGrads(f, varList) must be an "
+            raise ArgumentError("The var_list passed in variable_grads(f, var_list) must be an "
                                 "array of variables")
         explicit = True
     n = len(var_list)
@@ -304,14 +330,14 @@ def variable_grads(f, var_list=None):
         # seed 000 trains a function of plain tensors: say what to create
         raise GradientError(_NO_CONNECTION + " (No tf.variable exists at all.)")
     if not train:
-        raise GradientError(f"variableGrads() expects at least one of the input variables to "
+        raise GradientError(f"variable_grads() expects at least one of the input variables to "
                             f"be trainable, but none of the {n} variables is trainable.")
 
     y, gs = E.tidy(lambda: _variable_pass(f, train))
     if all(g is None for g in gs):
         raise GradientError(_NO_CONNECTION)
     if y.rank != 0:
-        raise GradientError(f"The f passed in variableGrads(f) must return a scalar, but it "
+        raise GradientError(f"The f passed in variable_grads(f) must return a scalar, but it "
                             f"returned a rank-{y.rank} tensor")
     out = GradMap()
     for v, g in zip(train, gs):
@@ -319,7 +345,7 @@ def variable_grads(f, var_list=None):
             out[v.name] = g
     for v in frozen:
         out[v.name] = None
-    return Result(value=y, grads=out)
+    return Result(value=y, grads=out)  # type: ignore[return-value]  # a VariableGrads
 
 
 _NO_CONNECTION = (
@@ -372,7 +398,7 @@ _CUSTOM.def_vjp(_custom_vjp)
 PRIMITIVES["CustomGradient"] = _CUSTOM
 
 
-def custom_grad(f):
+def custom_grad(f: Callable[..., Any]) -> Callable[..., Tensor]:
     """An op whose gradient you define: f(*inputs, save) returns
     ``{"value": y, "grad_func": g}`` (or ``(y, g)``), and ``g(dy, saved)`` returns one
     gradient per input. ``save([tensors])`` keeps tensors for g.
@@ -390,24 +416,24 @@ def custom_grad(f):
         [2, 4, 6]
     """
     if not callable(f):
-        raise ArgumentError("The f passed in customGrad(f) must be a function.")
+        raise ArgumentError("The f passed in custom_grad(f) must be a function.")
     name = getattr(f, "__name__", "custom_grad")
     if name == "<lambda>":
         name = "custom_grad"
     arity = _arity(f)
 
-    def op(*inputs):
+    def op(*inputs: TensorLike) -> Tensor:
         xs = []
         for i, x in enumerate(inputs):
             if not isinstance(x, Tensor):
                 try:
                     x = convert(x, str(i), name)
                 except ArgumentError:
-                    raise ArgumentError(f"The args passed in customGrad(f)(x1, x2,...) must all "
+                    raise ArgumentError(f"The args passed in custom_grad(f)(x1, x2,...) must all "
                                         f"be tensors (argument {i} is "
                                         f"{type(x).__name__})") from None
             xs.append(x)
-        saved = []
+        saved: list[Tensor] = []
 
         def save(tensors):
             if isinstance(tensors, Tensor):
@@ -438,7 +464,7 @@ def custom_grad(f):
 
 
 def _parse_custom(out):
-    head = "The function f passed in customGrad(f) must return an object where"
+    head = "The function f passed in custom_grad(f) must return an object where"
     if isinstance(out, dict):
         value = out.get("value")
         grad_func = out.get("grad_func", out.get("gradFunc"))
@@ -475,16 +501,17 @@ class GradientTape:
     6.0
     """
 
-    def __init__(self, persistent=False, watch_accessed_variables=True):
+    def __init__(self, persistent: bool = False, watch_accessed_variables: bool = True
+                 ) -> None:
         self.persistent = bool(persistent)
         self.watch_accessed_variables = bool(watch_accessed_variables)
-        self._watched = {}
-        self._sess = None
+        self._watched: dict[int, Tensor] = {}
+        self._sess: Any = None
         self._owner = False
         self._active = False
         self._used = False
 
-    def __enter__(self):
+    def __enter__(self) -> GradientTape:
         if self._active:
             raise GradientError("This GradientTape is already recording (nested "
                                 "'with tape:' of the same tape).")
@@ -498,7 +525,7 @@ class GradientTape:
         self._used = False
         return self
 
-    def __exit__(self, exc_type, exc, tb):
+    def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> Literal[False]:
         # the gate as before the block; the recording lives on in the tape (pinned)
         E.unwind_recording(self._level, keep=self._sess)
         self._active = False
@@ -508,12 +535,12 @@ class GradientTape:
             self._sess.detach()
         return False
 
-    def watch(self, tensor):
+    def watch(self, tensor: Tensor | Sequence[Tensor]) -> None:
         """Differentiate with respect to ``tensor`` (or every tensor of a list)."""
         for t in E.walk_tensors(tensor):
             self._watched[id(t)] = t
 
-    def watched_variables(self):
+    def watched_variables(self) -> list[Variable]:
         """The variables explicitly watched."""
         return [t for t in self._watched.values() if isinstance(t, Variable)]
 
@@ -525,7 +552,8 @@ class GradientTape:
         n = t._node
         return n is not None and n.sess is self._sess
 
-    def gradient(self, target, sources, output_gradients=None, unconnected_gradients="none"):
+    def gradient(self, target: Any, sources: Any, output_gradients: Any = None,
+                 unconnected_gradients: str = "none") -> Any:
         """d target / d sources, in the structure of ``sources`` (a tensor, list, tuple or
         dict). A list of targets is differentiated as their sum."""
         if self._sess is None:
@@ -573,7 +601,7 @@ class GradientTape:
                      for g, s in zip(total, flat)]
         return _restructure(sources, iter(total))
 
-    def stop_recording(self):
+    def stop_recording(self) -> ContextManager[None]:
         """A context in which ops are not recorded by this tape."""
         tape = self
 
@@ -587,7 +615,7 @@ class GradientTape:
                 return False
         return _Pause()
 
-    def reset(self):
+    def reset(self) -> None:
         """Forget what was recorded so far (the tape keeps recording if active)."""
         if self._active:
             raise GradientError("reset() inside the 'with' block is not supported: start a "

@@ -197,11 +197,11 @@ def test_variable_grads_errors(owned):
     w = tf.variable(tf.tensor([1.0, 2.0]), name="w_err")
     c = tf.variable(tf.scalar(1.0), trainable=False, name="c_err")
     owned += [w, c]
-    with pytest.raises(ArgumentError, match="The f passed in variableGrads\\(f\\) must be a "
+    with pytest.raises(ArgumentError, match="The f passed in variable_grads\\(f\\) must be a "
                                             "function"):
         tf.variable_grads(None)
-    with pytest.raises(ArgumentError, match="The varList passed in variableGrads\\(f, varList\\) "
-                                            "must be an array of variables"):
+    with pytest.raises(ArgumentError, match="The var_list passed in variable_grads\\(f, "
+                                            "var_list\\) must be an array of variables"):
         tf.variable_grads(lambda: w.sum(), [w.clone()])
     with pytest.raises(GradientError, match="expects at least one of the input variables to be "
                                             "trainable, but none of the 1 variables is trainable"):
@@ -291,7 +291,7 @@ def test_custom_grad_backward_errors(grad_func, match):
 
 
 def test_custom_grad_argument_errors():
-    with pytest.raises(ArgumentError, match="The f passed in customGrad\\(f\\) must be a "
+    with pytest.raises(ArgumentError, match="The f passed in custom_grad\\(f\\) must be a "
                                             "function."):
         tf.custom_grad("nope")
     with pytest.raises(ArgumentError, match="must all be tensors"):
