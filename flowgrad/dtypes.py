@@ -9,10 +9,64 @@ import numpy as np
 
 from .errors import DtypeError
 
-float32 = "float32"
-float64 = "float64"
-int32 = "int32"
-bool_ = "bool"
+_str_eq = str.__eq__
+
+
+class DType(str):
+    """A flowgrad dtype: its name (a ``str``, so code that compares ``x.dtype == "float32"``
+    or keys dicts by dtype names keeps working) that also equals NumPy's spelling.
+
+    ``tf.float32`` equals ``"float32"``, ``np.float32`` and ``np.dtype("float32")`` (both
+    ways round), hashes like the string and prints as ``float32``.
+
+    >>> import numpy as np, flowgrad as tf
+    >>> t = tf.tensor([1.0])
+    >>> t.dtype == np.float32, np.dtype("float32") == t.dtype, t.dtype == "float32"
+    (True, True, True)
+    >>> print(t.dtype), np.zeros(1, dtype=t.dtype).dtype
+    float32
+    (None, dtype('float32'))
+    """
+    __slots__ = ()
+    __hash__ = str.__hash__      # (the C slot: dict and set lookups stay as fast as a str's)
+
+    def __eq__(self, other):
+        if isinstance(other, str):
+            return _str_eq(self, other)
+        if isinstance(other, np.dtype) or (isinstance(other, type)
+                                           and issubclass(other, np.generic)):
+            mine = NP.get(self)
+            return mine is not None and mine == np.dtype(other)
+        return NotImplemented
+
+    def __ne__(self, other):
+        if isinstance(other, str):
+            return not _str_eq(self, other)
+        eq = self.__eq__(other)
+        return eq if eq is NotImplemented else not eq
+
+    def __reduce__(self):            # unpickled and deep-copied dtypes are the singletons
+        return (_by_name, (str(self),))
+
+    @property
+    def name(self):
+        """The name as a plain ``str`` (as ``np.dtype.name``)."""
+        return str(self)
+
+    @property
+    def itemsize(self):
+        """Bytes per element (as ``np.dtype.itemsize``)."""
+        return NP[self].itemsize
+
+
+def _by_name(name):
+    return _ALIASES[name]
+
+
+float32 = DType("float32")
+float64 = DType("float64")
+int32 = DType("int32")
+bool_ = DType("bool")
 
 DTYPES = (bool_, int32, float32, float64)
 NP = {float32: np.dtype(np.float32), float64: np.dtype(np.float64),

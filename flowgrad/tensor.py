@@ -30,7 +30,8 @@ class Tensor:
     """
     __slots__ = ("_data", "shape", "dtype", "id", "_node", "_idx", "kept", "_disposed", "_buf",
                  "_pin", "__weakref__")
-    # NumPy defers to our reflected operators (array * tensor -> Tensor.__rmul__)
+    # NumPy ufuncs and functions on tensors run flowgrad ops: both are set by
+    # flowgrad.numpy_interop (it needs the op table, which sits above this file)
     __array_ufunc__ = None
     __hash__ = object.__hash__
 
@@ -434,4 +435,21 @@ def convert(x, arg="x", fn="op", dtype=None):
                                               where=f"Argument '{arg}' passed to '{fn}'")))
 
 
+def _dtype_keyed_tables(ns):
+    """Key the engine's and the backend's dtype tables by flowgrad's DType objects.
+
+    They are written with plain ``"float32"`` strings; a DType finds such a key only
+    through ``DType.__eq__`` (a Python call per lookup, several per op), the DType itself
+    on identity. Run at import and after every backend change (after the engine's own
+    listener has refilled its name table from the backend's)."""
+    by_name = {str(d): d for d in dtypes.DTYPES}
+    for table in (E._ITEM, ns.dtypes):
+        for k in [k for k in table if k in by_name and k is not by_name[k]]:
+            table[by_name[k]] = table.pop(k)       # (pop first: an equal key would stay)
+    for k, v in E._NAME.items():
+        E._NAME[k] = by_name.get(v, v)
+
+
+_dtype_keyed_tables(E.B)
+E.backends.on_change(_dtype_keyed_tables)
 E._T = Tensor

@@ -28,14 +28,117 @@ OPS = {}         # public name -> function: everything exported as tf.<name>
 NAMESPACES = {"losses": {}, "image": {}, "linalg": {}}   # tf.losses.<name>, ...
 PRIMITIVES = {}  # kernel name -> Primitive
 FLOATS = frozenset(dtypes.FLOATS)
+_BOOL = frozenset((dtypes.bool_,))     # (set lookups hit DType keys on identity: fast)
 f32 = dtypes.float32
+
+
+# NumPy/PyTorch spellings of TF.js keywords: an op whose signature has the TF.js parameter
+# also takes these (keyword only). One place, applied by export to every op.
+KEYWORD_ALIASES = {"keep_dims": ("keepdims", "keepdim"), "axis": ("dim",), "dim": ("axis",)}
+
+
+class _Unset:
+    __slots__ = ()
+
+    def __repr__(self):
+        return "<unset>"
+
+
+_U = _Unset()
+
+
+def _pick(fn, canonical, value, aliases):
+    """The value of ``canonical`` given under at most one of its spellings."""
+    given = [(canonical, value)] if value is not _U else []
+    given += [(a, v) for a, v in aliases if v is not _U]
+    if len(given) > 1:
+        from ..errors import ArgumentError
+        names = " and ".join(f"'{a}'" for a, _ in given)
+        raise ArgumentError(f"{fn}(): {names} are the same argument (TF.js and NumPy/PyTorch "
+                            f"spellings); pass only one of them.")
+    return given[0][1] if given else _U
+
+
+def with_keyword_aliases(f, opname):
+    """``f`` itself, or (when its signature has a parameter of KEYWORD_ALIASES) a wrapper
+    with the same parameters plus the alias keywords. Generated code, one frame and a few
+    identity tests per call: ``sum(x, keepdims=True)`` is ``sum(x, keep_dims=True)``.
+
+    >>> import flowgrad as tf
+    >>> tf.ones([2, 3]).sum(dim=1, keepdims=True).shape
+    (2, 1)
+    """
+    import inspect
+    try:
+        sig = inspect.signature(f)
+    except (TypeError, ValueError):
+        return f
+    params = list(sig.parameters.values())
+    names = {p.name for p in params}
+    if any(p.kind is p.VAR_KEYWORD for p in params):
+        return f
+    canon = {p.name: tuple(a for a in KEYWORD_ALIASES[p.name] if a not in names)
+             for p in params if p.name in KEYWORD_ALIASES}
+    canon = {k: v for k, v in canon.items() if v}
+    if not canon:
+        return f
+    env = {"_f": f, "_U": _U, "_pick": _pick}
+    head, call, star = [], [], False
+    for i, p in enumerate(params):
+        d = f"_d{i}"
+        env[d] = p.default
+        if p.kind is p.VAR_POSITIONAL:
+            head.append(f"*{p.name}")
+            call.append(f"*{p.name}")
+            star = True
+            continue
+        if p.kind is p.KEYWORD_ONLY and not star:
+            head.append("*")
+            star = True
+        if p.name in canon:
+            head.append(f"{p.name}=_U")
+            val = (f"({d} if {p.name} is _U else {p.name})" if p.default is not p.empty
+                   else p.name)
+        else:
+            head.append(p.name if p.default is p.empty else f"{p.name}={d}")
+            val = p.name
+        call.append(f"{p.name}={val}" if p.kind is p.KEYWORD_ONLY else val)
+        if p.kind is p.POSITIONAL_ONLY and (i + 1 == len(params)
+                                            or params[i + 1].kind is not p.POSITIONAL_ONLY):
+            head.append("/")
+    aliases = [a for v in canon.values() for a in v]
+    if not star:
+        head.append("*")
+    head += [f"{a}=_U" for a in aliases]
+    body = [f"def {opname}({', '.join(head)}):",
+            f"    if {' or '.join(f'{a} is not _U' for a in aliases)}:"]
+    for c, al in canon.items():
+        pairs = ", ".join(f"({a!r}, {a})" for a in al)
+        body.append(f"        {c} = _pick({opname!r}, {c!r}, {c}, ({pairs},))")
+    for c in canon:       # a required parameter given by none of its spellings
+        if sig.parameters[c].default is sig.parameters[c].empty:
+            body.append(f"    if {c} is _U:\n        raise TypeError(\"{opname}() missing "
+                        f"required argument '{c}'\")")
+    body.append(f"    return _f({', '.join(call)})")
+    # compiled under f's file name: frames stay flowgrad's own (debug sites skip them)
+    exec(compile("\n".join(body), f.__code__.co_filename, "exec"), env)
+    w = env[opname]
+    w.__dict__.update(f.__dict__)
+    for attr in ("__doc__", "__module__", "__qualname__"):
+        setattr(w, attr, getattr(f, attr))
+    w.__wrapped__ = f
+    w.__signature__ = sig.replace(parameters=params + [
+        inspect.Parameter(a, inspect.Parameter.KEYWORD_ONLY, default=None) for a in aliases])
+    return w
 
 
 def export(fn=None, *, method=True, name=None, alias=(), namespace=None):
     """Register a public op: ``tf.<name>`` and (``method=True``) ``Tensor.<name>``; with
-    ``namespace="losses"`` it is ``tf.losses.<name>`` instead (and no method)."""
+    ``namespace="losses"`` it is ``tf.losses.<name>`` instead (and no method). Returns the
+    registered function: ``f`` itself, or ``f`` taking NumPy's keyword spellings too."""
     def deco(f):
         n = name or f.__name__.rstrip("_")
+        f = with_keyword_aliases(f, f.__name__)
         if namespace is not None:
             NAMESPACES[namespace][n] = f
             return f
@@ -72,8 +175,7 @@ def _finish(public, prim, kernel, opname, method):
     public.__module__ = kernel.__module__
     public.prim = prim
     public.vjp = prim.def_vjp
-    export(public, method=method, name=opname)
-    return public
+    return export(public, method=method, name=opname)
 
 
 def no_strings(x, opname, arg="x"):
@@ -126,7 +228,7 @@ def unary(name, *, policy="float", method=True, **flags):
                 return E.run_kernel(prim, (x,))
         elif policy == "numeric":
             def public(x):
-                if type(x) is not Tensor or x.dtype == "bool":
+                if type(x) is not Tensor or x.dtype in _BOOL:
                     x = as_numeric(x, opname)
                 return E.run_kernel(prim, (x,))
         else:
@@ -148,7 +250,7 @@ def binary_args(a, b, opname):
     tb = isinstance(b, Tensor)
     if ta and tb:
         da, db = a.dtype, b.dtype
-        if da == db:
+        if da is db or da == db:       # (identity first: DType.__eq__ is a Python call)
             return a, b
     elif ta:
         if type(b) in (int, float):
@@ -156,7 +258,7 @@ def binary_args(a, b, opname):
             if dt not in FLOATS:
                 no_strings(a, opname, "a")
                 dt = f32
-            return (a if a.dtype == dt else cast(a, dt)), scalar_of(b, dt)
+            return (a if a.dtype is dt or a.dtype == dt else cast(a, dt)), scalar_of(b, dt)
         b = convert(b, "b", opname)
         da, db = a.dtype, b.dtype
     elif tb:
@@ -165,7 +267,7 @@ def binary_args(a, b, opname):
             if dt not in FLOATS:
                 no_strings(b, opname, "b")
                 dt = f32
-            return scalar_of(a, dt), (b if b.dtype == dt else cast(b, dt))
+            return scalar_of(a, dt), (b if b.dtype is dt or b.dtype == dt else cast(b, dt))
         a = convert(a, "a", opname)
         da, db = a.dtype, b.dtype
     else:
@@ -226,7 +328,7 @@ def binary(name, *, policy="any", method=True, **flags):
             fix = {"float": FLOATS, "numeric": None, "any": None}[policy]
 
             def public(a, b):
-                if type(a) is Tensor and type(b) is Tensor and a.dtype == b.dtype and \
+                if type(a) is Tensor and type(b) is Tensor and a.dtype is b.dtype and \
                         fix is None and policy == "any":
                     return E.run_kernel(prim, (a, b))
                 a, b = binary_args(a, b, opname)
