@@ -134,10 +134,24 @@ class Tensor:
         return np.asarray(E.to_host(a)).reshape(-1)[0].item()
 
     def __array__(self, dtype=None, copy=None):
-        a = np.asarray(E.to_host(self._array()))
+        """The values for NumPy (``np.asarray(t)``), as NumPy 2 specifies: a fresh array
+        unless ``copy=False``, which gives a read-only view of the tensor's memory (tensors
+        are immutable) or raises ValueError when a copy is needed (another dtype, a tensor
+        on a device).
+
+        >>> import numpy as np, flowgrad as tf
+        >>> np.asarray(tf.tensor([1, 2]), dtype=np.float64)
+        array([1., 2.])
+        """
+        data = self._array()
+        a = np.asarray(E.to_host(data))
         if copy is False:
+            if a is not data and not isinstance(data, np.ndarray):
+                raise ValueError(f"Unable to avoid a copy: the tensor's values are on "
+                                 f"backend '{self.backend}' and must be copied to the host.")
             if dtype is not None and np.dtype(dtype) != a.dtype:
-                raise ValueError("A copy is needed to change the dtype.")
+                raise ValueError(f"A copy is needed to change the dtype. (np.asarray of a "
+                                 f"{self.dtype} tensor as {np.dtype(dtype)} with copy=False)")
             v = a.view()
             v.flags.writeable = False
             return v
@@ -206,12 +220,58 @@ class Tensor:
         """
         print(self.to_string(verbose))
 
-    def __repr__(self):
+    def __str__(self):
         if self._disposed:
             return f"<disposed Tensor shape={self.shape} dtype={self.dtype} id={self.id}>"
         return self.to_string()
 
-    __str__ = __repr__
+    def __repr__(self):
+        """Shape, dtype and the values in TF.js's layout (long axes elided as ``...``);
+        ``str``, ``print`` and ``to_string`` keep TF.js's exact format.
+
+        >>> import flowgrad as tf
+        >>> tf.tensor([[1, 2], [3, 4]])
+        <tf.Tensor shape=[2, 2] dtype=float32
+         [[1, 2],
+          [3, 4]]>
+        >>> tf.scalar(3.5)
+        <tf.Tensor shape=[] dtype=float32 3.5>
+        """
+        head = f"<tf.{type(self).__name__}{self._repr_name()} shape={list(self.shape)} " \
+               f"dtype={self.dtype}"
+        if self._disposed:
+            return f"{head} disposed>"
+        body = self.to_string().split("\n")[1:]
+        if len(body) == 1:
+            return f"{head} {body[0].strip()}>"
+        return head + "".join("\n " + line[4:] for line in body) + ">"
+
+    def _repr_name(self):
+        return ""
+
+    def __format__(self, spec):
+        """``f"{t:.2f}"``: a scalar (or one-element tensor) formats its value; a larger
+        tensor formats each element (nested brackets, long axes elided as NumPy does). An
+        empty spec is ``str(t)``.
+
+        >>> import flowgrad as tf
+        >>> f"{tf.scalar(1.234):.2f}", f"{tf.tensor([1.234, 5]):.1f}"
+        ('1.23', '[1.2, 5.0]')
+        """
+        if not spec:
+            return str(self)
+        if self.dtype == "string":
+            raise ArgumentError(f"format(tensor, {spec!r}): a string tensor has no numeric "
+                                f"format; use str(t).")
+        a = np.asarray(E.to_host(self._array()))
+        try:
+            if a.ndim == 0:
+                return format(a.item(), spec)
+            return np.array2string(a, separator=", ",
+                                   formatter={"all": lambda v: format(v.item(), spec)})
+        except (ValueError, TypeError) as e:
+            raise ArgumentError(f"format(tensor, {spec!r}) on a {self.dtype} tensor: {e}") \
+                from None
 
     # ------------------------------------------------------------- memory
     def dispose(self):
@@ -281,10 +341,8 @@ class Variable(Tensor):
                 del _VARIABLES[self.name]
             E.dispose_tensor(self)
 
-    def __repr__(self):
-        return Tensor.__repr__(self)
-
-    __str__ = __repr__
+    def _repr_name(self):
+        return f" name={self.name!r}"
 
 
 # ---------------------------------------------------------------- variable registry
@@ -393,15 +451,53 @@ def to_array(values, dtype=None, where="tensor"):
         src = dtypes.bool_ if arr.dtype.kind == "b" else (
             dtypes.from_numpy(arr.dtype) if arr.dtype == np.float64 and _has_float64(values)
             else dtypes.float32)
+    elif _foreign_array(values):
+        return to_array(_from_foreign(values, where), dtype, where)
     else:
         raise ArgumentError(f"{where}: expected a Tensor or TensorLike (number, bool, nested "
-                            f"list or NumPy array), but got '{type(values).__name__}'")
+                            f"list or NumPy array), but got '{_type_name(values)}' (another "
+                            f"library's arrays are read through __dlpack__ or __array__)")
     target = dtypes.NP[dtype or src]
     if arr.dtype != target:
         if target == np.int32 and arr.dtype.kind == "f":
             arr = np.trunc(arr)
         arr = arr.astype(target)
     return arr
+
+
+def _type_name(x):
+    """``torch.Tensor``, ``numpy.ndarray``, ``int``: the type with its module (another
+    library's ``Tensor`` is not ours)."""
+    t = type(x)
+    mod = t.__module__
+    return t.__qualname__ if mod == "builtins" else f"{mod}.{t.__qualname__}"
+
+
+def _foreign_array(x):
+    return hasattr(x, "__dlpack__") or hasattr(x, "__array__")
+
+
+def _from_foreign(x, where):
+    """A NumPy copy of another library's array (torch, JAX, CuPy, array-api arrays):
+    through DLPack when it can be read on the host, else ``__array__``."""
+    first = None
+    if hasattr(x, "__dlpack__"):
+        try:
+            return np.array(np.from_dlpack(x), copy=True)
+        except (BufferError, RuntimeError, TypeError, ValueError, AttributeError) as e:
+            first = e
+    if hasattr(x, "__array__"):
+        try:
+            return np.array(x, copy=True)
+        except Exception as e:         # (each library raises its own kind)
+            first = e
+    hint = ""
+    if getattr(x, "requires_grad", False):
+        hint = " (a torch tensor that requires grad: pass x.detach())"
+    elif first is not None:
+        hint = " (on a device? copy it to the host first: x.cpu(), x.get() or np.asarray)"
+    raise ArgumentError(f"{where}: cannot read the values of a '{_type_name(x)}'{hint}: "
+                        f"{first}") from None
 
 
 def _has_float64(values):
@@ -427,8 +523,9 @@ def convert(x, arg="x", fn="op", dtype=None):
     """
     if isinstance(x, Tensor):
         return x
-    if x is None or not isinstance(x, (_SCALARS, list, tuple, np.ndarray)):
-        got = "null" if x is None else type(x).__name__
+    if x is None or not (isinstance(x, (_SCALARS, list, tuple, np.ndarray))
+                         or _foreign_array(x)):
+        got = "null" if x is None else _type_name(x)
         raise ArgumentError(f"Argument '{arg}' passed to '{fn}' must be a Tensor or "
                             f"TensorLike, but got '{got}'")
     return E.make_tensor(E.from_host(to_array(x, dtype,

@@ -199,7 +199,9 @@ def test_print_method_and_function(capsys):
     assert capsys.readouterr().out == want + "\n"
     tf.print(t)
     assert capsys.readouterr().out == want + "\n"
-    assert repr(t) == want and str(t) == want and t.to_string() == want
+    assert str(t) == want and t.to_string() == want
+    # repr adds shape and dtype around TF.js's layout (issue 17)
+    assert repr(t) == "<tf.Tensor shape=[2, 2] dtype=float32\n [[1 , 22.5],\n  [-3, 4   ]]>"
 
 
 def test_print_verbose(capsys):
