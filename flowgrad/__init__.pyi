@@ -65,6 +65,7 @@ from . import engine as engine
 from . import errors as errors
 from .backends import get_backend as get_backend
 from ._engine_api import get_gradient as get_gradient
+from .backends.memory import get_memory_policy as get_memory_policy
 from .train.clipping import global_norm as global_norm
 from .gradients import grad as grad
 from . import gradients as gradients
@@ -78,11 +79,13 @@ from .jacobians import jvp as jvp
 from .scopes import keep as keep
 from .scopes import memory as memory
 from . import names as names
+from . import numpy_interop as numpy_interop
 from . import ops as ops
 from . import printing as printing
 from .debug.profile import profile as profile
 from . import scopes as scopes
 from .backends import set_backend as set_backend
+from .backends.memory import set_memory_policy as set_memory_policy
 from . import strings as strings
 from . import tape as tape
 from .scopes import tidy as tidy
@@ -232,7 +235,7 @@ class _LossesNamespace:
         Tensor
             2"""
     @staticmethod
-    def cosine_distance(labels: TensorLike, predictions: TensorLike, axis, weights: TensorLike | None = None, reduction=..., *, dim=None) -> Tensor:
+    def cosine_distance(labels: TensorLike, predictions: TensorLike, axis, weights: TensorLike | None = None, reduction=...) -> Tensor:
         """1 - sum(labels·predictions) along ``axis`` (kept, with length 1): the cosine
         distance of unit vectors. As in TF.js the inputs are not normalized: give unit vectors.
 
@@ -339,7 +342,7 @@ def add_n(tensors: Sequence[TensorLike]) -> Tensor:
     Tensor
         [9, 12]"""
 
-def all(x: TensorLike, axis=None, keep_dims: bool = False, *, dim=None, keepdims=None, keepdim=None) -> Tensor:
+def all(x: TensorLike, axis=None, keep_dims: bool = False) -> Tensor:
     """True where every value along ``axis`` is true (non-zero).
 
     >>> import flowgrad as tf
@@ -347,7 +350,7 @@ def all(x: TensorLike, axis=None, keep_dims: bool = False, *, dim=None, keepdims
     Tensor
         false"""
 
-def any(x: TensorLike, axis=None, keep_dims: bool = False, *, dim=None, keepdims=None, keepdim=None) -> Tensor:
+def any(x: TensorLike, axis=None, keep_dims: bool = False) -> Tensor:
     """True where some value along ``axis`` is true (non-zero).
 
     >>> import flowgrad as tf
@@ -355,7 +358,7 @@ def any(x: TensorLike, axis=None, keep_dims: bool = False, *, dim=None, keepdims
     Tensor
         true"""
 
-def arg_max(x: TensorLike, axis=0, *, dim=None) -> Tensor:
+def arg_max(x: TensorLike, axis=0) -> Tensor:
     """Index of the largest value along ``axis`` (0 by default, as TF.js), as int32.
 
     >>> import flowgrad as tf
@@ -363,7 +366,7 @@ def arg_max(x: TensorLike, axis=0, *, dim=None) -> Tensor:
     Tensor
         1"""
 
-def arg_min(x: TensorLike, axis=0, *, dim=None) -> Tensor:
+def arg_min(x: TensorLike, axis=0) -> Tensor:
     """Index of the smallest value along ``axis`` (0 by default), as int32.
 
     >>> import flowgrad as tf
@@ -566,7 +569,7 @@ def clone(x: TensorLike) -> Tensor:
     Tensor
         [1, 2]"""
 
-def concat(tensors: Sequence[TensorLike], axis=0, *, dim=None) -> Tensor:
+def concat(tensors: Sequence[TensorLike], axis=0) -> Tensor:
     """Tensors joined along an existing axis.
 
     >>> import flowgrad as tf
@@ -649,7 +652,7 @@ def cosh(x: TensorLike) -> Tensor:
     Tensor
         [1]"""
 
-def cumprod(x: TensorLike, axis=0, exclusive: bool = False, reverse: bool = False, *, dim=None) -> Tensor:
+def cumprod(x: TensorLike, axis=0, exclusive: bool = False, reverse: bool = False) -> Tensor:
     """The cumulative product along ``axis``; ``exclusive`` and ``reverse`` as in cumsum.
     Its gradient is exact with zeros and differentiable again (TF.js has none).
 
@@ -661,7 +664,7 @@ def cumprod(x: TensorLike, axis=0, exclusive: bool = False, reverse: bool = Fals
     Tensor
         [1, 8, 0]"""
 
-def cumsum(x: TensorLike, axis=0, exclusive: bool = False, reverse: bool = False, *, dim=None) -> Tensor:
+def cumsum(x: TensorLike, axis=0, exclusive: bool = False, reverse: bool = False) -> Tensor:
     """The cumulative sum along ``axis`` (any axis, negative ones too). ``exclusive``:
     each entry leaves itself out (the first is 0); ``reverse``: sums run from the end.
 
@@ -823,7 +826,7 @@ def erf(x: TensorLike) -> Tensor:
     Tensor
         [0]"""
 
-def euclidean_norm(x: TensorLike, axis=None, keep_dims: bool = False, *, dim=None, keepdims=None, keepdim=None) -> Tensor:
+def euclidean_norm(x: TensorLike, axis=None, keep_dims: bool = False) -> Tensor:
     """The Euclidean norm: of all entries (axis None), of vectors along one axis, or the
     Frobenius norm of matrices over two axes. ``norm(x, 'euclidean', axis, keep_dims)``.
 
@@ -840,7 +843,7 @@ def exp(x: TensorLike) -> Tensor:
     Tensor
         [1, 0.3678794]"""
 
-def expand_dims(x: TensorLike, axis=0, *, dim=None) -> Tensor:
+def expand_dims(x: TensorLike, axis=0) -> Tensor:
     """x with a new axis of length 1 inserted at ``axis``.
 
     >>> import flowgrad as tf
@@ -916,7 +919,7 @@ def from_numpy(array: TensorLike) -> Tensor:
     >>> tf.from_numpy(np.arange(3.0)).dtype
     'float64'"""
 
-def gather(x: TensorLike, indices: TensorLike, axis=0, batch_dims=0, *, dim=None) -> Tensor:
+def gather(x: TensorLike, indices: TensorLike, axis=0, batch_dims=0) -> Tensor:
     """Entries of x picked along ``axis`` by int32 ``indices`` (any shape).
 
     With ``batch_dims`` b, the first b axes of x and indices are batch axes: batch element
@@ -1053,7 +1056,7 @@ def log_sigmoid(x: TensorLike) -> Tensor:
     Tensor
         [-0.6931472]"""
 
-def log_softmax(logits: TensorLike, axis=-1, *, dim=None) -> Tensor:
+def log_softmax(logits: TensorLike, axis=-1) -> Tensor:
     """log(softmax(x)) along ``axis``, computed stably.
 
     >>> import flowgrad as tf
@@ -1061,7 +1064,7 @@ def log_softmax(logits: TensorLike, axis=-1, *, dim=None) -> Tensor:
     Tensor
         [-0.6931472, -0.6931472]"""
 
-def log_sum_exp(x: TensorLike, axis=None, keep_dims: bool = False, *, dim=None, keepdims=None, keepdim=None) -> Tensor:
+def log_sum_exp(x: TensorLike, axis=None, keep_dims: bool = False) -> Tensor:
     """log(sum(exp(x))) over ``axis``, without overflow.
 
     >>> import flowgrad as tf
@@ -1119,7 +1122,7 @@ def mat_mul(a: TensorLike, b: TensorLike, transpose_a: bool = False, transpose_b
         [[17],
          [39]]"""
 
-def max(x: TensorLike, axis=None, keep_dims: bool = False, *, dim=None, keepdims=None, keepdim=None) -> Tensor:
+def max(x: TensorLike, axis=None, keep_dims: bool = False) -> Tensor:
     """The maximum over ``axis``. [conv] ties all receive the gradient.
 
     >>> import flowgrad as tf
@@ -1158,7 +1161,7 @@ def maximum(a: TensorLike, b: TensorLike) -> Tensor:
     Tensor
         [3, 5]"""
 
-def mean(x: TensorLike, axis=None, keep_dims: bool = False, *, dim=None, keepdims=None, keepdim=None) -> Tensor:
+def mean(x: TensorLike, axis=None, keep_dims: bool = False) -> Tensor:
     """The mean over ``axis`` (float32 for int32 and bool inputs).
 
     >>> import flowgrad as tf
@@ -1182,7 +1185,7 @@ def meshgrid(x: TensorLike | None = None, y: TensorLike | None = None, indexing=
         [[4, 4, 4],
          [5, 5, 5]]"""
 
-def min(x: TensorLike, axis=None, keep_dims: bool = False, *, dim=None, keepdims=None, keepdim=None) -> Tensor:
+def min(x: TensorLike, axis=None, keep_dims: bool = False) -> Tensor:
     """The minimum over ``axis``. [conv] ties all receive the gradient.
 
     >>> import flowgrad as tf
@@ -1220,7 +1223,7 @@ def mod(a: TensorLike, b: TensorLike) -> Tensor:
     Tensor
         [1, -1]"""
 
-def moments(x: TensorLike, axis=None, keep_dims: bool = False, *, dim=None, keepdims=None, keepdim=None) -> _MomentsResult:
+def moments(x: TensorLike, axis=None, keep_dims: bool = False) -> _MomentsResult:
     """The mean and the (population) variance over ``axis`` (all axes when None), as
     ``(mean, variance)`` (also ``r.mean``, ``r["variance"]``, as TF.js's object).
 
@@ -1262,7 +1265,7 @@ def neg(x: TensorLike) -> Tensor:
 async def next_frame() -> None:
     """Yield once to the asyncio event loop (TF.js ``tf.nextFrame()``)."""
 
-def norm(x: TensorLike, ord='euclidean', axis=None, keep_dims: bool = False, *, dim=None, keepdims=None, keepdim=None) -> Tensor:
+def norm(x: TensorLike, ord='euclidean', axis=None, keep_dims: bool = False) -> Tensor:
     """Vector norms (ord 1, 2/'euclidean', inf, -inf, or any p > 0) over one axis or all,
     and matrix norms ('fro', 'euclidean', 1, inf) over two axes.
 
@@ -1360,7 +1363,7 @@ def print(x, verbose: bool = False) -> None:
     Tensor
         [1, 2]"""
 
-def prod(x: TensorLike, axis=None, keep_dims: bool = False, *, dim=None, keepdims=None, keepdim=None) -> Tensor:
+def prod(x: TensorLike, axis=None, keep_dims: bool = False) -> Tensor:
     """The product over ``axis``. The gradient is exact with zeros ([2, 0, 3] -> [0, 6, 0])
     and differentiable again.
 
@@ -1423,7 +1426,7 @@ def reshape(x: TensorLike, shape) -> Tensor:
     >>> tf.reshape(tf.tensor([1, 2, 3, 4]), [2, -1]).shape
     (2, 2)"""
 
-def reverse(x: TensorLike, axis=None, *, dim=None) -> Tensor:
+def reverse(x: TensorLike, axis=None) -> Tensor:
     """x with the order of entries reversed along ``axis`` (all axes when None).
 
     >>> import flowgrad as tf
@@ -1535,7 +1538,7 @@ def slice(x: TensorLike, begin, size=None) -> Tensor:
     Tensor
         [2, 3]"""
 
-def softmax(logits: TensorLike, dim=-1, *, axis=None) -> Tensor:
+def softmax(logits: TensorLike, dim=-1) -> Tensor:
     """exp(x) / sum(exp(x)) along ``dim`` (the last axis by default), without overflow.
 
     >>> import flowgrad as tf
@@ -1573,7 +1576,7 @@ def space_to_depth(x: TensorLike, block_size, data_format='NHWC') -> Tensor:
     Tensor
         [1, 2, 3, 4]"""
 
-def split(x: TensorLike, num_or_size_splits, axis=0, *, dim=None) -> list[Tensor]:
+def split(x: TensorLike, num_or_size_splits, axis=0) -> list[Tensor]:
     """x cut along ``axis`` into equal parts (an int) or parts of the given sizes (one size
     may be -1). Returns a list of tensors.
 
@@ -1605,14 +1608,14 @@ def squared_difference(a: TensorLike, b: TensorLike) -> Tensor:
     Tensor
         [4, 4]"""
 
-def squeeze(x: TensorLike, axis=None, *, dim=None) -> Tensor:
+def squeeze(x: TensorLike, axis=None) -> Tensor:
     """x without its axes of length 1 (all of them, or those listed).
 
     >>> import flowgrad as tf
     >>> tf.squeeze(tf.zeros([1, 3, 1])).shape
     (3,)"""
 
-def stack(tensors: Sequence[TensorLike], axis=0, *, dim=None) -> Tensor:
+def stack(tensors: Sequence[TensorLike], axis=0) -> Tensor:
     """Tensors of one shape joined along a new axis.
 
     >>> import flowgrad as tf
@@ -1659,7 +1662,7 @@ def sub(a: TensorLike, b: TensorLike) -> Tensor:
     Tensor
         [0, 1]"""
 
-def sum(x: TensorLike, axis=None, keep_dims: bool = False, *, dim=None, keepdims=None, keepdim=None) -> Tensor:
+def sum(x: TensorLike, axis=None, keep_dims: bool = False) -> Tensor:
     """The sum over ``axis`` (all axes when None). int32 and bool inputs sum to int32.
 
     >>> import flowgrad as tf
@@ -1838,7 +1841,7 @@ def unsorted_segment_sum(x: TensorLike, segment_ids: TensorLike, num_segments) -
     Tensor
         [4, 2]"""
 
-def unstack(x: TensorLike, axis=0, *, dim=None) -> list[Tensor]:
+def unstack(x: TensorLike, axis=0) -> list[Tensor]:
     """The slices of x along ``axis``, as a list of tensors of rank one less.
 
     >>> import flowgrad as tf

@@ -11,6 +11,10 @@ gradients included, works as soon as its gradient rule is differentiable), at th
 about two backward passes per jvp (one to record ``J^T u``, one through it). A jacobian in
 forward mode batches the tangents (the identity over the input) the same way.
 """
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Callable, Sequence
+
 from . import dtypes
 from . import engine as E
 from .args import argnums as _argnums, check_arity, choice, describe
@@ -18,6 +22,9 @@ from .errors import ArgumentError, GradientError, ShapeError
 from .ops import OPS
 from .tape import NotBatchable, backprop
 from .tensor import Tensor, convert
+
+if TYPE_CHECKING:
+    from .tensor import TensorLike
 
 _concat = OPS["concat"]
 _fill = OPS["fill"]
@@ -81,7 +88,8 @@ def _with_session(body):
     return E.tidy(run)
 
 
-def jacobian(f, argnums=0, mode="rev"):
+def jacobian(f: Callable[..., Tensor], argnums: int | Sequence[int] = 0, mode: str = "rev"
+             ) -> Callable[..., Any]:
     """The jacobian of f: ``jacobian(f)(*args)`` has shape ``f(*args).shape + x.shape`` for
     the argument x selected by ``argnums`` (a tuple of them for a tuple of argnums).
 
@@ -135,7 +143,8 @@ def jacobian(f, argnums=0, mode="rev"):
     return jac
 
 
-def hessian(f, argnums=0):
+def hessian(f: Callable[..., Tensor], argnums: int | Sequence[int] = 0
+            ) -> Callable[..., Any]:
     """The Hessian of a scalar function: ``hessian(f)(x)`` has shape ``x.shape + x.shape``.
     Computed as the (vectorised, reverse-mode) jacobian of the gradient.
 
@@ -201,7 +210,7 @@ def _size(shape):
     return n
 
 
-def hvp(f, argnums=0):
+def hvp(f: Callable[..., Tensor], argnums: int | Sequence[int] = 0) -> Callable[..., Any]:
     """The Hessian-vector product without forming the Hessian: ``hvp(f)(x, v)`` is H·v
     (same shape as x), by differentiating <grad f(x), v>.
 
@@ -251,7 +260,7 @@ class VJPFunction:
     def __init__(self, y, xs, sess, owner):
         self._y, self._xs, self._sess, self._owner = y, xs, sess, owner
 
-    def __call__(self, cotangent):
+    def __call__(self, cotangent: TensorLike) -> tuple[Tensor, ...]:
         y = self._y
         ct = convert(cotangent, "cotangent", "vjp", dtype=dtypes.grad_dtype(y.dtype))
         if ct.shape != y.shape:
@@ -271,7 +280,7 @@ class VJPFunction:
             pass
 
 
-def vjp(f, *primals):
+def vjp(f: Callable[..., Tensor], *primals: TensorLike) -> tuple[Tensor, VJPFunction]:
     """``value, pullback = vjp(f, *primals)``; ``pullback(ct)`` returns ⟨ct, ∂f/∂primal⟩ for
     each primal, as many times as needed without re-running f.
 
@@ -295,7 +304,8 @@ def vjp(f, *primals):
     return y, VJPFunction(y, xs, sess, owner)
 
 
-def jvp(f, primals, tangents):
+def jvp(f: Callable[..., Tensor], primals: TensorLike | Sequence[TensorLike],
+        tangents: TensorLike | Sequence[TensorLike]) -> tuple[Tensor, Tensor]:
     """Forward mode: ``value, tangent_out = jvp(f, primals, tangents)`` where tangent_out is
     J·v (f's output shape), by the double-vjp construction (see the module doc).
 

@@ -15,8 +15,11 @@ raises JitError), tensors the function reads from its closure (constants of the 
 pass changing ones as arguments; variables are fine), and Python numbers that change
 between calls (they are constants too).
 """
+from __future__ import annotations
+
 import functools
 import sys
+from typing import Any, Callable, TypeVar, overload
 import threading
 
 import numpy as np
@@ -206,7 +209,7 @@ def _multiply():
     return PRIMITIVES["Multiply"]
 
 
-_TWOS = {}
+_TWOS: dict[Any, Any] = {}
 
 
 def _two(dtype):
@@ -400,7 +403,16 @@ def _set_var(var, arr):
 
 
 
-def jit(fn=None, *, max_traces=MAX_TRACES):
+_F = TypeVar("_F", bound=Callable[..., Any])
+
+
+@overload
+def jit(fn: _F, *, max_traces: int = ...) -> _F: ...
+@overload
+def jit(fn: None = None, *, max_traces: int = ...) -> Callable[[_F], _F]: ...
+
+
+def jit(fn: Any = None, *, max_traces: int = MAX_TRACES) -> Any:
     """Trace ``fn`` once per input signature and replay its kernels as flat NumPy code.
 
     The same results as calling fn, for functions whose Python control flow does not
@@ -416,7 +428,7 @@ def jit(fn=None, *, max_traces=MAX_TRACES):
         return functools.partial(jit, max_traces=max_traces)
     if not callable(fn):
         raise ArgumentError(f"tf.jit(fn): fn must be a function, got {type(fn).__name__}")
-    programs = {}
+    programs: dict[Any, Any] = {}
 
     @functools.wraps(fn)
     def wrapper(*args):
@@ -448,7 +460,7 @@ def jit(fn=None, *, max_traces=MAX_TRACES):
         programs[key] = prog
         return result
 
-    wrapper.traces = programs
+    wrapper.traces = programs  # type: ignore[attr-defined]
     return wrapper
 
 

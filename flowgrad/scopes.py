@@ -6,9 +6,18 @@ scope's function returns. Scopes belong to the thread that opened them (its engi
 Closing is interrupt-proof: each step can be redone, and ``unwind_scopes`` brings a thread
 back to a noted level whatever an interrupt skipped.
 """
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Callable, TypeVar, overload
+
 from . import engine as E
 from .engine import _ITEM, _park, _tls
 from .errors import ArgumentError
+
+if TYPE_CHECKING:
+    from .names import Result
+
+_R = TypeVar("_R")
 
 
 # ---------------------------------------------------------------- scopes (tidy)
@@ -134,7 +143,13 @@ def check_function(f, message):
 
 # ---------------------------------------------------------------- public memory API
 
-def tidy(name_or_fn, fn=None):
+@overload
+def tidy(name_or_fn: Callable[[], _R], fn: None = None) -> _R: ...
+@overload
+def tidy(name_or_fn: str | None, fn: Callable[[], _R]) -> _R: ...
+
+
+def tidy(name_or_fn: Any, fn: Any = None) -> Any:
     """Run ``fn`` and dispose every tensor it created, except those it returns (anywhere in
     nested lists, tuples and dicts) and kept ones. ``tidy(name, fn)`` names the scope.
 
@@ -163,7 +178,7 @@ def tidy(name_or_fn, fn=None):
     level = len(st.stack)
     result = None
     try:
-        sc = []                         # (begin_scope, inlined)
+        sc: list[Any] = []              # (begin_scope, inlined)
         st.stack.append((name, sc))
         st.scope = sc
         try:
@@ -171,8 +186,8 @@ def tidy(name_or_fn, fn=None):
         except TypeError:
             _check_no_params(fn)
             raise
-        if result is not None and not isinstance(result, E._T) and \
-                hasattr(result, "__await__"):
+        if (result is not None and not isinstance(result, E._T)  # type: ignore[arg-type]
+                and hasattr(result, "__await__")):      # (E._T is Tensor, set at import)
             raise ArgumentError("Cannot return a coroutine (or other awaitable) inside of "
                                 "tidy(): await it outside, or return its tensors.")
         return result
@@ -203,7 +218,7 @@ def _check_no_params(fn):
                             f"the values instead, e.g. tidy(lambda: f(x)).") from None
 
 
-def keep(t):
+def keep(t: _R) -> _R:
     """Exempt ``t`` from every tidy scope (only ``dispose`` frees it); returns t.
 
     >>> import flowgrad as tf
@@ -212,13 +227,13 @@ def keep(t):
     >>> kept[0].is_disposed
     False
     """
-    if not isinstance(t, E._T):
+    if not isinstance(t, E._T):  # type: ignore[arg-type]  # (E._T: Tensor, set at import)
         raise ArgumentError(f"keep() takes a Tensor, got {type(t).__name__}")
     t.kept = True
     return t
 
 
-def dispose(container):
+def dispose(container: Any) -> None:
     """Dispose every tensor found in ``container`` (a tensor, variable, list, tuple, dict).
 
     >>> import flowgrad as tf
@@ -231,7 +246,7 @@ def dispose(container):
         t.dispose()
 
 
-def memory():
+def memory() -> Result:
     """Live tensors, distinct data buffers and bytes (as TF.js's ``tf.memory()``).
 
     Counts are exact: a tensor stops counting when it is disposed or garbage-collected.

@@ -46,7 +46,27 @@ class Tensor:
         Tensor
             [11, 12]"""
     def __and__(self, other: TensorLike) -> Tensor: ...
-    def __array__(self, dtype=None, copy=None) -> Any: ...
+    def __array__(self, dtype=None, copy=None) -> Any:
+        """The values for NumPy (``np.asarray(t)``), as NumPy 2 specifies: a fresh array
+        unless ``copy=False``, which gives a read-only view of the tensor's memory (tensors
+        are immutable) or raises ValueError when a copy is needed (another dtype, a tensor
+        on a device).
+
+        >>> import numpy as np, flowgrad as tf
+        >>> np.asarray(tf.tensor([1, 2]), dtype=np.float64)
+        array([1., 2.])"""
+    def __array_function__(self, func, types, args, kwargs) -> Any:
+        """Tensor.__array_function__: NumPy functions on tensors run flowgrad ops (NEP 18).
+
+        >>> import numpy as np, flowgrad as tf
+        >>> np.mean(tf.tensor([[1.0, 2.0], [3.0, 4.0]]), axis=0, keepdims=True).shape
+        (1, 2)"""
+    def __array_ufunc__(self, ufunc, method, *inputs: TensorLike, **kwargs) -> Any:
+        """Tensor.__array_ufunc__: NumPy ufuncs on tensors run flowgrad ops (NEP 13).
+
+        >>> import numpy as np, flowgrad as tf
+        >>> np.maximum(tf.tensor([1.0, -1.0]), 0).array_sync()
+        [1.0, 0.0]"""
     def __bool__(self) -> bool: ...
     def __del__(self) -> None:
         """Tensor.__del__: un-count a tensor the garbage collector frees (in whatever thread)."""
@@ -72,6 +92,14 @@ class Tensor:
         >>> tf.floor_div(tf.tensor([7, -7]), 2).print()
         Tensor
             [3, -4]"""
+    def __format__(self, spec) -> Any:
+        """``f"{t:.2f}"``: a scalar (or one-element tensor) formats its value; a larger
+        tensor formats each element (nested brackets, long axes elided as NumPy does). An
+        empty spec is ``str(t)``.
+
+        >>> import flowgrad as tf
+        >>> f"{tf.scalar(1.234):.2f}", f"{tf.tensor([1.234, 5]):.1f}"
+        ('1.23', '[1.2, 5.0]')"""
     def __ge__(self, other: TensorLike) -> Tensor: ...
     def __getitem__(self, key) -> Tensor:
         """``x[1:, None, ..., 0]``: basic indexing with ints, slices, None and Ellipsis.
@@ -131,7 +159,16 @@ class Tensor:
     def __radd__(self, other: TensorLike) -> Tensor: ...
     def __rand__(self, other: TensorLike) -> Tensor: ...
     def __repr__(self) -> Any:
-        """Return repr(self)."""
+        """Shape, dtype and the values in TF.js's layout (long axes elided as ``...``);
+        ``str``, ``print`` and ``to_string`` keep TF.js's exact format.
+
+        >>> import flowgrad as tf
+        >>> tf.tensor([[1, 2], [3, 4]])
+        <tf.Tensor shape=[2, 2] dtype=float32
+         [[1, 2],
+          [3, 4]]>
+        >>> tf.scalar(3.5)
+        <tf.Tensor shape=[] dtype=float32 3.5>"""
     def __rfloordiv__(self, other: TensorLike) -> Tensor: ...
     def __rmatmul__(self, other: TensorLike) -> Tensor: ...
     def __rmod__(self, other: TensorLike) -> Tensor: ...
@@ -142,7 +179,7 @@ class Tensor:
     def __rtruediv__(self, other: TensorLike) -> Tensor: ...
     def __rxor__(self, other: TensorLike) -> Tensor: ...
     def __str__(self) -> Any:
-        """Return repr(self)."""
+        """Return str(self)."""
     def __sub__(self, b: TensorLike) -> Tensor:
         """a - b, with broadcasting.
 
@@ -166,6 +203,7 @@ class Tensor:
     _idx: Any
     _node: Any
     _pin: Any
+    def _repr_name(self) -> str: ...
     def abs(self) -> Tensor:
         """|x|, elementwise. [conv] abs'(0) = -1, as TF.js.
 
@@ -194,28 +232,28 @@ class Tensor:
         >>> tf.add(tf.tensor([1, 2]), 10).print()
         Tensor
             [11, 12]"""
-    def all(self, axis=None, keep_dims: bool = False, *, dim=None, keepdims=None, keepdim=None) -> Tensor:
+    def all(self, axis=None, keep_dims: bool = False) -> Tensor:
         """True where every value along ``axis`` is true (non-zero).
 
         >>> import flowgrad as tf
         >>> tf.all(tf.tensor([True, False])).print()
         Tensor
             false"""
-    def any(self, axis=None, keep_dims: bool = False, *, dim=None, keepdims=None, keepdim=None) -> Tensor:
+    def any(self, axis=None, keep_dims: bool = False) -> Tensor:
         """True where some value along ``axis`` is true (non-zero).
 
         >>> import flowgrad as tf
         >>> tf.any(tf.tensor([True, False])).print()
         Tensor
             true"""
-    def arg_max(self, axis=0, *, dim=None) -> Tensor:
+    def arg_max(self, axis=0) -> Tensor:
         """Index of the largest value along ``axis`` (0 by default, as TF.js), as int32.
 
         >>> import flowgrad as tf
         >>> tf.arg_max(tf.tensor([1, 9, 3])).print()
         Tensor
             1"""
-    def arg_min(self, axis=0, *, dim=None) -> Tensor:
+    def arg_min(self, axis=0) -> Tensor:
         """Index of the smallest value along ``axis`` (0 by default), as int32.
 
         >>> import flowgrad as tf
@@ -353,7 +391,7 @@ class Tensor:
         >>> tf.ceil(tf.tensor([1.5, -1.5])).print()
         Tensor
             [2, -1]"""
-    def clip_by_norm(self, clip_norm, axes=None) -> Any:
+    def clip_by_norm(self, clip_norm: float, axes: int | Sequence[int] | None = None) -> Tensor:
         """t scaled down so that its L2 norm (over ``axes``, all by default) is at most
         ``clip_norm``: ``t * clip_norm / max(norm(t), clip_norm)``.
 
@@ -445,7 +483,7 @@ class Tensor:
         >>> tf.cosh(tf.tensor([0])).print()
         Tensor
             [1]"""
-    def cumprod(self, axis=0, exclusive: bool = False, reverse: bool = False, *, dim=None) -> Tensor:
+    def cumprod(self, axis=0, exclusive: bool = False, reverse: bool = False) -> Tensor:
         """The cumulative product along ``axis``; ``exclusive`` and ``reverse`` as in cumsum.
         Its gradient is exact with zeros and differentiable again (TF.js has none).
 
@@ -456,7 +494,7 @@ class Tensor:
         >>> tf.grad(lambda x: tf.cumprod(x).sum())(tf.tensor([2, 0, 3])).print()
         Tensor
             [1, 8, 0]"""
-    def cumsum(self, axis=0, exclusive: bool = False, reverse: bool = False, *, dim=None) -> Tensor:
+    def cumsum(self, axis=0, exclusive: bool = False, reverse: bool = False) -> Tensor:
         """The cumulative sum along ``axis`` (any axis, negative ones too). ``exclusive``:
         each entry leaves itself out (the first is 0); ``reverse``: sums run from the end.
 
@@ -584,7 +622,7 @@ class Tensor:
         >>> tf.erf(tf.tensor([0])).print()
         Tensor
             [0]"""
-    def euclidean_norm(self, axis=None, keep_dims: bool = False, *, dim=None, keepdims=None, keepdim=None) -> Tensor:
+    def euclidean_norm(self, axis=None, keep_dims: bool = False) -> Tensor:
         """The Euclidean norm: of all entries (axis None), of vectors along one axis, or the
         Frobenius norm of matrices over two axes. ``norm(x, 'euclidean', axis, keep_dims)``.
 
@@ -599,7 +637,7 @@ class Tensor:
         >>> tf.exp(tf.tensor([0, -1])).print()
         Tensor
             [1, 0.3678794]"""
-    def expand_dims(self, axis=0, *, dim=None) -> Tensor:
+    def expand_dims(self, axis=0) -> Tensor:
         """x with a new axis of length 1 inserted at ``axis``.
 
         >>> import flowgrad as tf
@@ -632,7 +670,7 @@ class Tensor:
         >>> tf.floor_div(tf.tensor([7, -7]), 2).print()
         Tensor
             [3, -4]"""
-    def gather(self, indices: TensorLike, axis=0, batch_dims=0, *, dim=None) -> Tensor:
+    def gather(self, indices: TensorLike, axis=0, batch_dims=0) -> Tensor:
         """Entries of x picked along ``axis`` by int32 ``indices`` (any shape).
 
         With ``batch_dims`` b, the first b axes of x and indices are batch axes: batch element
@@ -758,14 +796,14 @@ class Tensor:
         >>> tf.log_sigmoid(tf.tensor([0])).print()
         Tensor
             [-0.6931472]"""
-    def log_softmax(self, axis=-1, *, dim=None) -> Tensor:
+    def log_softmax(self, axis=-1) -> Tensor:
         """log(softmax(x)) along ``axis``, computed stably.
 
         >>> import flowgrad as tf
         >>> tf.log_softmax(tf.tensor([0, 0])).print()
         Tensor
             [-0.6931472, -0.6931472]"""
-    def log_sum_exp(self, axis=None, keep_dims: bool = False, *, dim=None, keepdims=None, keepdim=None) -> Tensor:
+    def log_sum_exp(self, axis=None, keep_dims: bool = False) -> Tensor:
         """log(sum(exp(x))) over ``axis``, without overflow.
 
         >>> import flowgrad as tf
@@ -808,7 +846,7 @@ class Tensor:
         Tensor
             [[17],
              [39]]"""
-    def max(self, axis=None, keep_dims: bool = False, *, dim=None, keepdims=None, keepdim=None) -> Tensor:
+    def max(self, axis=None, keep_dims: bool = False) -> Tensor:
         """The maximum over ``axis``. [conv] ties all receive the gradient.
 
         >>> import flowgrad as tf
@@ -843,14 +881,14 @@ class Tensor:
         >>> tf.maximum(tf.tensor([1, 5]), 3).print()
         Tensor
             [3, 5]"""
-    def mean(self, axis=None, keep_dims: bool = False, *, dim=None, keepdims=None, keepdim=None) -> Tensor:
+    def mean(self, axis=None, keep_dims: bool = False) -> Tensor:
         """The mean over ``axis`` (float32 for int32 and bool inputs).
 
         >>> import flowgrad as tf
         >>> tf.mean(tf.tensor([1, 2, 3, 4])).print()
         Tensor
             2.5"""
-    def min(self, axis=None, keep_dims: bool = False, *, dim=None, keepdims=None, keepdim=None) -> Tensor:
+    def min(self, axis=None, keep_dims: bool = False) -> Tensor:
         """The minimum over ``axis``. [conv] ties all receive the gradient.
 
         >>> import flowgrad as tf
@@ -898,7 +936,7 @@ class Tensor:
         >>> tf.neg(tf.tensor([1, -2])).print()
         Tensor
             [-1, 2]"""
-    def norm(self, ord='euclidean', axis=None, keep_dims: bool = False, *, dim=None, keepdims=None, keepdim=None) -> Tensor:
+    def norm(self, ord='euclidean', axis=None, keep_dims: bool = False) -> Tensor:
         """Vector norms (ord 1, 2/'euclidean', inf, -inf, or any p > 0) over one axis or all,
         and matrix norms ('fro', 'euclidean', 1, inf) over two axes.
 
@@ -984,7 +1022,7 @@ class Tensor:
         >>> tf.tensor([1, 2, 3]).print()
         Tensor
             [1, 2, 3]"""
-    def prod(self, axis=None, keep_dims: bool = False, *, dim=None, keepdims=None, keepdim=None) -> Tensor:
+    def prod(self, axis=None, keep_dims: bool = False) -> Tensor:
         """The product over ``axis``. The gradient is exact with zeros ([2, 0, 3] -> [0, 6, 0])
         and differentiable again.
 
@@ -1057,7 +1095,7 @@ class Tensor:
         >>> tf.image.resize_nearest_neighbor(img, [1, 4]).reshape([4]).print()
         Tensor
             [1, 1, 2, 2]"""
-    def reverse(self, axis=None, *, dim=None) -> Tensor:
+    def reverse(self, axis=None) -> Tensor:
         """x with the order of entries reversed along ``axis`` (all axes when None).
 
         >>> import flowgrad as tf
@@ -1134,7 +1172,7 @@ class Tensor:
         >>> tf.slice(tf.tensor([1, 2, 3, 4]), [1], [2]).print()
         Tensor
             [2, 3]"""
-    def softmax(self, dim=-1, *, axis=None) -> Tensor:
+    def softmax(self, dim=-1) -> Tensor:
         """exp(x) / sum(exp(x)) along ``dim`` (the last axis by default), without overflow.
 
         >>> import flowgrad as tf
@@ -1168,7 +1206,7 @@ class Tensor:
         >>> tf.space_to_depth(x, 2).reshape([4]).print()
         Tensor
             [1, 2, 3, 4]"""
-    def split(self, num_or_size_splits, axis=0, *, dim=None) -> list[Tensor]:
+    def split(self, num_or_size_splits, axis=0) -> list[Tensor]:
         """x cut along ``axis`` into equal parts (an int) or parts of the given sizes (one size
         may be -1). Returns a list of tensors.
 
@@ -1196,7 +1234,7 @@ class Tensor:
         >>> tf.squared_difference(tf.tensor([1, 5]), 3).print()
         Tensor
             [4, 4]"""
-    def squeeze(self, axis=None, *, dim=None) -> Tensor:
+    def squeeze(self, axis=None) -> Tensor:
         """x without its axes of length 1 (all of them, or those listed).
 
         >>> import flowgrad as tf
@@ -1238,7 +1276,7 @@ class Tensor:
         >>> tf.sub(tf.tensor([1, 2]), 1).print()
         Tensor
             [0, 1]"""
-    def sum(self, axis=None, keep_dims: bool = False, *, dim=None, keepdims=None, keepdim=None) -> Tensor:
+    def sum(self, axis=None, keep_dims: bool = False) -> Tensor:
         """The sum over ``axis`` (all axes when None). int32 and bool inputs sum to int32.
 
         >>> import flowgrad as tf
@@ -1344,7 +1382,7 @@ class Tensor:
         >>> tf.unsorted_segment_sum(tf.tensor([1, 2, 3]), ids, 2).print()
         Tensor
             [4, 2]"""
-    def unstack(self, axis=0, *, dim=None) -> list[Tensor]:
+    def unstack(self, axis=0) -> list[Tensor]:
         """The slices of x along ``axis``, as a list of tensors of rank one less.
 
         >>> import flowgrad as tf
@@ -1371,10 +1409,7 @@ class Variable(Tensor):
     >>> w.assign(tf.scalar(2.0)).item()
     2.0
     >>> w.dispose()"""
-    def __repr__(self) -> Any:
-        """Return repr(self)."""
-    def __str__(self) -> Any:
-        """Return repr(self)."""
+    def _repr_name(self) -> str: ...
     def assign(self, value: TensorLike) -> Variable:
         """Replace the value (same dtype and shape). Returns the variable itself.
 
@@ -1408,9 +1443,19 @@ def _dtype_keyed_tables(ns) -> None:
     on identity. Run at import and after every backend change (after the engine's own
     listener has refilled its name table from the backend's)."""
 
+def _foreign_array(x) -> bool: ...
+
+def _from_foreign(x, where) -> Any:
+    """A NumPy copy of another library's array (torch, JAX, CuPy, array-api arrays):
+    through DLPack when it can be read on the host, else ``__array__``."""
+
 def _has_float64(values) -> Any: ...
 
 def _new_variable(init, name, trainable) -> Any: ...
+
+def _type_name(x) -> Any:
+    """``torch.Tensor``, ``numpy.ndarray``, ``int``: the type with its module (another
+    library's ``Tensor`` is not ours)."""
 
 def convert(x: TensorLike, arg='x', fn='op', dtype=None) -> Any:
     """``x`` as a Tensor: tensors pass through, TensorLikes become new tensors.

@@ -17,9 +17,12 @@ fsync'ed), so a crash or ``kill -9`` at any moment leaves the previous checkpoin
 Restoring reads and verifies everything first, then changes the live objects in one commit
 that an interrupt cannot leave half done: a bad file changes nothing.
 """
+from __future__ import annotations
+
 import json
 import os
 import re
+from typing import TYPE_CHECKING, Any, Callable
 
 import numpy as np
 
@@ -32,6 +35,10 @@ from . import checkpoint_file as CF
 from . import update
 from .optimizers import Optimizer
 from .schedules import Schedule
+
+if TYPE_CHECKING:
+    from typing import Union
+    _Path = Union[str, os.PathLike[str]]
 
 FORMAT = "flowgrad-checkpoint"
 VERSION = 2             # 2: the checksum hashes 8 MiB chunks (1 still reads)
@@ -214,14 +221,14 @@ class Checkpoint:
     >>> w.dispose(); opt.dispose()
     """
 
-    def __init__(self, **objects):
+    def __init__(self, **objects: Any) -> None:
         if not objects:
             raise ArgumentError("Checkpoint() needs the variables and optimizers to save, "
                                 "as keywords: Checkpoint(optimizer=opt, w1=w1, ...)")
         self._layout = _Layout(objects)
         self.save_counter = 0       # checkpoints saved (and restored) so far: numbers files
 
-    def save(self, prefix):
+    def save(self, prefix: _Path) -> str:
         """Write ``{prefix}-{n}.safetensors`` (n: one more than the last save, or than the
         restored checkpoint's); returns its path. Under tf.distributed only rank 0 writes,
         and every rank returns once the file is whole."""
@@ -235,7 +242,7 @@ class Checkpoint:
             raise
         return path
 
-    def write(self, path):
+    def write(self, path: _Path) -> str:
         """Write the checkpoint to exactly ``path`` (atomically); returns it."""
         path = os.fspath(path)
         tensors, manifest = _state(self)
@@ -249,7 +256,7 @@ class Checkpoint:
         _barrier()
         return path
 
-    def restore(self, path, partial=False):
+    def restore(self, path: _Path, partial: bool = False) -> None:
         """Load ``path`` into the live objects, all or nothing: the file is verified and
         every variable, optimizer and slot matched (name, dtype, shape, class) before
         anything changes. Optimizers get their slots, step count and numeric
@@ -406,7 +413,8 @@ def _numbered(directory, name=None):
     return sorted(out)
 
 
-def latest_checkpoint(directory, checkpoint_name=None):
+def latest_checkpoint(directory: _Path, checkpoint_name: str | None = None
+                      ) -> str | None:
     """The newest checkpoint in ``directory`` (of ``checkpoint_name`` if given): the one
     with the highest number, or None. A numbered file appears only whole (it is renamed into
     place once written), so the newest is always whole.
@@ -436,8 +444,9 @@ class CheckpointManager:
     >>> w.dispose()
     """
 
-    def __init__(self, checkpoint, directory, max_to_keep=5, checkpoint_name="ckpt",
-                 init_fn=None):
+    def __init__(self, checkpoint: Checkpoint, directory: _Path, max_to_keep: int | None = 5,
+                 checkpoint_name: str = "ckpt", init_fn: Callable[[], Any] | None = None
+                 ) -> None:
         if not isinstance(checkpoint, Checkpoint):
             raise ArgumentError(f"CheckpointManager: checkpoint must be a "
                                 f"tf.train.Checkpoint, got {describe(checkpoint)}")
@@ -456,16 +465,16 @@ class CheckpointManager:
         self.init_fn = init_fn
 
     @property
-    def latest_checkpoint(self):
+    def latest_checkpoint(self) -> str | None:
         """The newest whole checkpoint of this manager's folder and name, or None."""
         return latest_checkpoint(self.directory, self.checkpoint_name)
 
     @property
-    def checkpoints(self):
+    def checkpoints(self) -> list[str]:
         """The checkpoints kept, oldest first."""
         return [p for _, p in _numbered(self.directory, self.checkpoint_name)]
 
-    def save(self, checkpoint_number=None):
+    def save(self, checkpoint_number: int | None = None) -> str:
         """Write the next numbered checkpoint (or number ``checkpoint_number``), make it
         the latest, delete the oldest beyond ``max_to_keep``; returns its path."""
         found = _numbered(self.directory, self.checkpoint_name)
@@ -501,7 +510,7 @@ class CheckpointManager:
             if f.startswith(prefix) and f.endswith(".tmp"):
                 _remove(os.path.join(self.directory, f))
 
-    def restore_or_initialize(self):
+    def restore_or_initialize(self) -> str | None:
         """Restore the newest checkpoint and return its path; with none, call ``init_fn``
         (if given) and return None."""
         path = self.latest_checkpoint
@@ -512,7 +521,8 @@ class CheckpointManager:
         self.checkpoint.restore(path)
         return path
 
-    def save_every_n_steps(self, n, optimizer=None):
+    def save_every_n_steps(self, n: int, optimizer: Optimizer | None = None
+                           ) -> Callable[..., str | None]:
         """A hook for a training loop: ``hook(step)`` saves when ``step`` is a multiple of
         ``n`` (``hook()`` counts ``optimizer``'s updates instead) and returns the path, or
         None.

@@ -3,10 +3,17 @@
 Written with flowgrad ops, so clipping inside a loss stays differentiable; a zero tensor is
 handled without a 0/0 in the value or the gradient.
 """
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Sequence
+
 from ..args import as_number, norm_axes
 from ..errors import ArgumentError, ShapeError
 from ..ops import OPS
 from ..tensor import Tensor, convert
+
+if TYPE_CHECKING:
+    from ..tensor import TensorLike
 
 _where = OPS["where"]
 
@@ -19,7 +26,8 @@ def _safe_norm(t, axes=None, keep_dims=False):
     return _where(positive, _where(positive, sq, 1).sqrt(), sq)
 
 
-def clip_by_norm(t, clip_norm, axes=None):
+def clip_by_norm(t: TensorLike, clip_norm: float,
+                 axes: int | Sequence[int] | None = None) -> Tensor:
     """t scaled down so that its L2 norm (over ``axes``, all by default) is at most
     ``clip_norm``: ``t * clip_norm / max(norm(t), clip_norm)``.
 
@@ -28,14 +36,13 @@ def clip_by_norm(t, clip_norm, axes=None):
     Tensor
         [0.6, 0.8]
     """
-    t = convert(t, "t", "clip_by_norm")
+    x = convert(t, "t", "clip_by_norm")
     c = as_number(clip_norm, "clip_norm", "clip_by_norm()", positive=True)
-    axes = norm_axes(axes, t.rank, "clip_by_norm", "axes")
-    norm = _safe_norm(t, axes, True)
-    return t * c / norm.maximum(c)
+    norm = _safe_norm(x, norm_axes(axes, x.rank, "clip_by_norm", "axes"), True)
+    return x * c / norm.maximum(c)
 
 
-def global_norm(tensors):
+def global_norm(tensors: TensorLike | Sequence[TensorLike | None]) -> Tensor:
     """sqrt of the sum of squares of every entry of every tensor (None entries skipped).
 
     >>> import flowgrad as tf
@@ -57,7 +64,9 @@ def _global_norm(tensors, fn):
     return _where(positive, _where(positive, total, 1).sqrt(), total)
 
 
-def clip_by_global_norm(tensors, clip_norm, use_norm=None):
+def clip_by_global_norm(tensors: Sequence[TensorLike | None], clip_norm: float,
+                        use_norm: TensorLike | None = None
+                        ) -> tuple[list[Tensor | None], Tensor]:
     """Scale a list of tensors together so that their global norm is at most clip_norm.
     Returns ``(clipped, global_norm)``; None entries stay None.
 
@@ -91,4 +100,4 @@ def _tensors(tensors, fn):
     return [convert(t, f"tensors[{i}]", fn) for i, t in enumerate(tensors) if t is not None]
 
 
-Tensor.clip_by_norm = clip_by_norm
+Tensor.clip_by_norm = clip_by_norm  # type: ignore[method-assign,assignment]  # x.clip_by_norm

@@ -8,8 +8,11 @@ Beyond TF.js: AdamW, learning-rate schedules, gradient clipping on every optimiz
 ``skip_nonfinite`` so one NaN gradient does not poison every weight. An update is whole or
 nothing (update.py): an error or Ctrl-C in ``minimize`` changes no variable, slot or count.
 """
+from __future__ import annotations
+
 import math
 import warnings
+from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
 
 from .. import engine as E
 from ..args import as_int, as_number, describe, flag
@@ -22,6 +25,14 @@ from .clipping import clip_by_global_norm, clip_by_norm
 
 from . import fused, update
 from .update import Plan, _named, _own_copy, _pairs  # noqa: F401 (_pairs: tf.distributed)
+if TYPE_CHECKING:
+    from typing import Self, Union
+
+    # a number, or a schedule: a function of the step (tf.train.exponential_decay, ...)
+    LearningRate = Union[float, Callable[[int], float]]
+
+    from ..gradients import VariableGrads
+    from ..tensor import Tensor, Variable
 from .fused import EPSILON      # TF.js cpu backend's epsilon(): the default of every epsilon
 
 
@@ -42,10 +53,12 @@ class ConfigDict(dict):
 class Optimizer:
     """Base class of the optimizers. Subclasses declare their slots and their update."""
     class_name = "Optimizer"
-    slot_names = ()
-    _config_keys = ("learning_rate",)
+    slot_names: tuple[str, ...] = ()
+    _config_keys: tuple[str, ...] = ("learning_rate",)
 
-    def __init__(self, learning_rate, clip_value=None, clip_norm=None, global_clip_norm=None):
+    def __init__(self, learning_rate: LearningRate | None, clip_value: float | None = None,
+                 clip_norm: float | None = None, global_clip_norm: float | None = None
+                 ) -> None:
         if learning_rate is None:
             raise ArgumentError(f"learning_rate for {self.class_name}Optimizer must be defined.")
         self._learning_rate = _check_lr(learning_rate, self.class_name)
@@ -60,7 +73,7 @@ class Optimizer:
         self.skipped_steps = 0
         # id(variable) -> (weakref to it, {slot name: slot variable}): the slots of a
         # variable disposed or garbage-collected are dropped at the next update
-        self._slots = {}
+        self._slots: dict[int, Any] = {}
         self._disposed = False
         # an observer (tf.debug.GradientMonitor): on_apply(opt, pairs, loss) before each
         # update, on_applied(opt, pairs) after it; None costs nothing
@@ -68,22 +81,24 @@ class Optimizer:
 
     # ------------------------------------------------------------- learning rate
     @property
-    def learning_rate(self):
+    def learning_rate(self) -> LearningRate:
         """The learning rate as given (a number, or a schedule)."""
         return self._learning_rate
 
-    def set_learning_rate(self, learning_rate):
+    def set_learning_rate(self, learning_rate: LearningRate) -> None:
         """Change the learning rate (a number or a schedule) from the next step on."""
         self._learning_rate = _check_lr(learning_rate, self.class_name)
 
-    def current_learning_rate(self):
+    def current_learning_rate(self) -> float:
         """The learning rate the next update will use (a schedule evaluated at
         ``iterations``)."""
         lr = self._learning_rate
         return float(lr(self.iterations)) if callable(lr) else lr
 
     # ------------------------------------------------------------- the TF.js API
-    def minimize(self, f, return_cost=False, var_list=None, skip_nonfinite=False):
+    def minimize(self, f: Callable[[], Tensor], return_cost: bool = False,
+                 var_list: Sequence[Variable] | None = None, skip_nonfinite: bool = False
+                 ) -> Tensor | None:
         """One training step: the gradients of the scalar ``f()`` with respect to the
         trainable variables it uses (or ``var_list``), then an update.
 
@@ -120,12 +135,13 @@ class Optimizer:
         value.dispose()
         return None
 
-    def compute_gradients(self, f, var_list=None):
+    def compute_gradients(self, f: Callable[[], Tensor],
+                          var_list: Sequence[Variable] | None = None) -> VariableGrads:
         """``variable_grads(f, var_list)``: ``(value, grads)`` with grads keyed by name."""
         self._check_alive()
         return variable_grads(f, var_list)
 
-    def apply_gradients(self, grads, skip_nonfinite=False):
+    def apply_gradients(self, grads: Any, skip_nonfinite: bool = False) -> bool:
         """Update variables from gradients given as a mapping (variable name or Variable ->
         gradient), a list of ``(gradient, variable)`` pairs, or TF.js's list of
         ``{"name": ..., "tensor": ...}``. A None gradient skips its variable.
@@ -137,7 +153,7 @@ class Optimizer:
         self._check_alive()
         return self._apply(_pairs(grads), skip_nonfinite)
 
-    def get_weights(self):
+    def get_weights(self) -> list[Any]:
         """``[("iter", int32 scalar), ("<var>/<slot>", tensor)...]`` as name/tensor
         results, in TF.js's order (slot by slot, variables in order of first update). The
         tensors are copies. Slots of variables disposed (or garbage-collected) since are
@@ -153,7 +169,7 @@ class Optimizer:
                                   tensor=OPS["tensor"](slots[slot].numpy())))
         return out
 
-    def set_weights(self, weights):
+    def set_weights(self, weights: Sequence[Any]) -> None:
         """Restore what ``get_weights()`` returned: the first entry is the iteration count,
         the others are matched to slots by their ``<var>/<slot>`` names (of registered
         variables; slots not named keep their values). All or nothing: an entry that does
@@ -194,7 +210,7 @@ class Optimizer:
             raise
         plan.commit()
 
-    def get_config(self):
+    def get_config(self) -> ConfigDict:
         """The constructor's arguments (snake_case keys; camelCase keys resolve too)."""
         cfg = ConfigDict((k, getattr(self, "_learning_rate" if k == "learning_rate" else k))
                          for k in self._config_keys)
@@ -204,11 +220,11 @@ class Optimizer:
         return cfg
 
     @classmethod
-    def from_config(cls, config):
+    def from_config(cls, config: Mapping[str, Any]) -> Self:
         """A new optimizer of this class from ``get_config()``'s result."""
         return cls(**dict(config))
 
-    def dispose(self):
+    def dispose(self) -> None:
         """Free the optimizer's slot variables (a variable's are also freed at the first
         update or get_weights() after that variable is disposed)."""
         for _, slots in self._slots.values():
@@ -301,12 +317,13 @@ class MomentumOptimizer(Optimizer):
     slot_names = ("momentum",)
     _config_keys = ("learning_rate", "momentum", "use_nesterov")
 
-    def __init__(self, learning_rate, momentum, use_nesterov=False, **clip):
+    def __init__(self, learning_rate: LearningRate | None, momentum: float,
+                 use_nesterov: bool = False, **clip: float | None) -> None:
         super().__init__(learning_rate, **clip)
         self.momentum = _hyper(momentum, "momentum", self)
         self.use_nesterov = _option(use_nesterov, "use_nesterov", self)
 
-    def set_momentum(self, momentum):
+    def set_momentum(self, momentum: float) -> None:
         """Change the momentum from the next step on (TF.js ignores this; flowgrad does
         not)."""
         self.momentum = _hyper(momentum, "momentum", self)
@@ -327,7 +344,8 @@ class AdagradOptimizer(Optimizer):
     slot_names = ("accumulator",)
     _config_keys = ("learning_rate", "initial_accumulator_value")
 
-    def __init__(self, learning_rate, initial_accumulator_value=0.1, **clip):
+    def __init__(self, learning_rate: LearningRate | None, initial_accumulator_value: float = 0.1,
+                 **clip: float | None) -> None:
         super().__init__(learning_rate, **clip)
         self.initial_accumulator_value = _hyper(initial_accumulator_value,
                                                 "initial_accumulator_value", self)
@@ -349,8 +367,9 @@ class AdadeltaOptimizer(Optimizer):
     slot_names = ("accum_grad", "accum_var")
     _config_keys = ("learning_rate", "rho", "epsilon")
 
-    def __init__(self, learning_rate=0.001, rho=0.95, epsilon=None,
-                 use_updated_accumulator=False, **clip):
+    def __init__(self, learning_rate: LearningRate = 0.001, rho: float = 0.95,
+                 epsilon: float | None = None, use_updated_accumulator: bool = False,
+                 **clip: float | None) -> None:
         super().__init__(learning_rate, **clip)
         self.rho = _hyper(rho, "rho", self)
         self.epsilon = _eps(epsilon, self)
@@ -375,9 +394,11 @@ class AdamOptimizer(Optimizer):
     w ← w − lr·(m/(1−β1ᵗ)) / (√(v/(1−β2ᵗ)) + ε)."""
     class_name = "Adam"
     slot_names = ("m", "v")
-    _config_keys = ("learning_rate", "beta1", "beta2", "epsilon")
+    _config_keys: tuple[str, ...] = ("learning_rate", "beta1", "beta2", "epsilon")
 
-    def __init__(self, learning_rate=0.001, beta1=0.9, beta2=0.999, epsilon=None, **clip):
+    def __init__(self, learning_rate: LearningRate = 0.001, beta1: float = 0.9,
+                 beta2: float = 0.999, epsilon: float | None = None, **clip: float | None
+                 ) -> None:
         super().__init__(learning_rate, **clip)
         self.beta1 = _hyper(beta1, "beta1", self)
         self.beta2 = _hyper(beta2, "beta2", self)
@@ -405,8 +426,9 @@ class AdamWOptimizer(AdamOptimizer):
     class_name = "AdamW"
     _config_keys = ("learning_rate", "weight_decay", "beta1", "beta2", "epsilon")
 
-    def __init__(self, learning_rate=0.001, weight_decay=0.01, beta1=0.9, beta2=0.999,
-                 epsilon=None, **clip):
+    def __init__(self, learning_rate: LearningRate = 0.001, weight_decay: float = 0.01,
+                 beta1: float = 0.9, beta2: float = 0.999, epsilon: float | None = None,
+                 **clip: float | None) -> None:
         super().__init__(learning_rate, beta1, beta2, epsilon, **clip)
         self.weight_decay = _hyper(weight_decay, "weight_decay", self)
 
@@ -423,8 +445,9 @@ class AdamaxOptimizer(Optimizer):
     slot_names = ("m", "u")
     _config_keys = ("learning_rate", "beta1", "beta2", "epsilon", "decay")
 
-    def __init__(self, learning_rate=0.002, beta1=0.9, beta2=0.999, epsilon=None, decay=0.0,
-                 **clip):
+    def __init__(self, learning_rate: LearningRate = 0.002, beta1: float = 0.9,
+                 beta2: float = 0.999, epsilon: float | None = None, decay: float = 0.0,
+                 **clip: float | None) -> None:
         super().__init__(learning_rate, **clip)
         self.beta1 = _hyper(beta1, "beta1", self)
         self.beta2 = _hyper(beta2, "beta2", self)
@@ -450,8 +473,9 @@ class RMSPropOptimizer(Optimizer):
     class_name = "RMSProp"
     _config_keys = ("learning_rate", "decay", "momentum", "epsilon", "centered")
 
-    def __init__(self, learning_rate, decay=0.9, momentum=0.0, epsilon=None, centered=False,
-                 **clip):
+    def __init__(self, learning_rate: LearningRate | None, decay: float = 0.9,
+                 momentum: float = 0.0, epsilon: float | None = None, centered: bool = False,
+                 **clip: float | None) -> None:
         super().__init__(learning_rate, **clip)
         self.decay = _hyper(decay, "decay", self)
         self.momentum = _hyper(momentum, "momentum", self)
@@ -459,7 +483,7 @@ class RMSPropOptimizer(Optimizer):
         self.centered = _option(centered, "centered", self)
 
     @property
-    def slot_names(self):
+    def slot_names(self) -> tuple[str, ...]:  # type: ignore[override]  # (by centered)
         return ("rms", "momentum", "mg") if self.centered else ("rms", "momentum")
 
     def _slot_init(self, var):
@@ -481,7 +505,7 @@ class RMSPropOptimizer(Optimizer):
 
 # ---------------------------------------------------------------- factories (tf.train.*)
 
-def sgd(learning_rate=None, **clip):
+def sgd(learning_rate: LearningRate | None = None, **clip: float | None) -> SGDOptimizer:
     """Plain gradient descent.
 
     >>> import flowgrad as tf
@@ -491,7 +515,8 @@ def sgd(learning_rate=None, **clip):
     return SGDOptimizer(learning_rate, **clip)
 
 
-def momentum(learning_rate=None, momentum=None, use_nesterov=False, **clip):
+def momentum(learning_rate: LearningRate | None = None, momentum: float | None = None,
+             use_nesterov: bool = False, **clip: float | None) -> MomentumOptimizer:
     """Gradient descent with momentum (optionally Nesterov).
 
     >>> import flowgrad as tf
@@ -503,7 +528,8 @@ def momentum(learning_rate=None, momentum=None, use_nesterov=False, **clip):
     return MomentumOptimizer(learning_rate, momentum, use_nesterov, **clip)
 
 
-def adagrad(learning_rate=None, initial_accumulator_value=0.1, **clip):
+def adagrad(learning_rate: LearningRate | None = None, initial_accumulator_value: float = 0.1,
+            **clip: float | None) -> AdagradOptimizer:
     """Adagrad (ε = 1e-7 inside the root, as TF.js).
 
     >>> import flowgrad as tf
@@ -513,8 +539,9 @@ def adagrad(learning_rate=None, initial_accumulator_value=0.1, **clip):
     return AdagradOptimizer(learning_rate, initial_accumulator_value, **clip)
 
 
-def adadelta(learning_rate=0.001, rho=0.95, epsilon=None, use_updated_accumulator=False,
-             **clip):
+def adadelta(learning_rate: LearningRate = 0.001, rho: float = 0.95, epsilon: float | None = None,
+             use_updated_accumulator: bool = False, **clip: float | None
+             ) -> AdadeltaOptimizer:
     """Adadelta with TF.js's order of updates (see AdadeltaOptimizer for the paper's variant).
 
     >>> import flowgrad as tf
@@ -524,7 +551,8 @@ def adadelta(learning_rate=0.001, rho=0.95, epsilon=None, use_updated_accumulato
     return AdadeltaOptimizer(learning_rate, rho, epsilon, use_updated_accumulator, **clip)
 
 
-def adam(learning_rate=0.001, beta1=0.9, beta2=0.999, epsilon=None, **clip):
+def adam(learning_rate: LearningRate = 0.001, beta1: float = 0.9, beta2: float = 0.999,
+         epsilon: float | None = None, **clip: float | None) -> AdamOptimizer:
     """Adam with TF.js's bias correction and ε outside the root.
 
     >>> import flowgrad as tf
@@ -534,8 +562,9 @@ def adam(learning_rate=0.001, beta1=0.9, beta2=0.999, epsilon=None, **clip):
     return AdamOptimizer(learning_rate, beta1, beta2, epsilon, **clip)
 
 
-def adamw(learning_rate=0.001, weight_decay=0.01, beta1=0.9, beta2=0.999, epsilon=None,
-          **clip):
+def adamw(learning_rate: LearningRate = 0.001, weight_decay: float = 0.01, beta1: float = 0.9,
+          beta2: float = 0.999, epsilon: float | None = None, **clip: float | None
+          ) -> AdamWOptimizer:
     """Adam with decoupled weight decay (not in TF.js).
 
     >>> import flowgrad as tf
@@ -545,7 +574,9 @@ def adamw(learning_rate=0.001, weight_decay=0.01, beta1=0.9, beta2=0.999, epsilo
     return AdamWOptimizer(learning_rate, weight_decay, beta1, beta2, epsilon, **clip)
 
 
-def adamax(learning_rate=0.002, beta1=0.9, beta2=0.999, epsilon=None, decay=0.0, **clip):
+def adamax(learning_rate: LearningRate = 0.002, beta1: float = 0.9, beta2: float = 0.999,
+           epsilon: float | None = None, decay: float = 0.0, **clip: float | None
+           ) -> AdamaxOptimizer:
     """Adamax (Adam with the infinity norm).
 
     >>> import flowgrad as tf
@@ -555,8 +586,9 @@ def adamax(learning_rate=0.002, beta1=0.9, beta2=0.999, epsilon=None, decay=0.0,
     return AdamaxOptimizer(learning_rate, beta1, beta2, epsilon, decay, **clip)
 
 
-def rmsprop(learning_rate=None, decay=0.9, momentum=0.0, epsilon=None, centered=False,
-            **clip):
+def rmsprop(learning_rate: LearningRate | None = None, decay: float = 0.9, momentum: float = 0.0,
+            epsilon: float | None = None, centered: bool = False, **clip: float | None
+            ) -> RMSPropOptimizer:
     """RMSProp, plain or centered, with momentum.
 
     >>> import flowgrad as tf

@@ -1,7 +1,10 @@
 """Learning-rate schedules: callables ``schedule(step) -> float``, accepted wherever an
 optimizer takes a learning rate. ``step`` is the optimizer's ``iterations`` (0 on the first
 update)."""
+from __future__ import annotations
+
 import math
+from typing import Any, Callable, Sequence
 
 from ..args import as_ints, as_number, describe, flag
 from ..errors import ArgumentError
@@ -10,10 +13,10 @@ from ..errors import ArgumentError
 class Schedule:
     """Base class: a learning rate as a function of the step."""
 
-    def __call__(self, step):
+    def __call__(self, step: int) -> float:
         raise NotImplementedError
 
-    def get_config(self):
+    def get_config(self) -> dict[str, Any]:
         return {k: v for k, v in vars(self).items() if not k.startswith("_")}
 
     def __repr__(self):
@@ -30,14 +33,15 @@ def _rate(v, what, fn):
 
 
 class ExponentialDecay(Schedule):
-    def __init__(self, initial_learning_rate, decay_steps, decay_rate, staircase=False):
+    def __init__(self, initial_learning_rate: float, decay_steps: int, decay_rate: float,
+                 staircase: bool = False) -> None:
         fn = "exponential_decay"
         self.initial_learning_rate = _rate(initial_learning_rate, "initial_learning_rate", fn)
         self.decay_steps = _positive(decay_steps, "decay_steps", fn)
         self.decay_rate = _rate(decay_rate, "decay_rate", fn)
         self.staircase = flag(staircase, "staircase", f"{fn}()")
 
-    def __call__(self, step):
+    def __call__(self, step: int) -> float:
         p = step / self.decay_steps
         if self.staircase:
             p = math.floor(p)
@@ -45,20 +49,21 @@ class ExponentialDecay(Schedule):
 
 
 class CosineDecay(Schedule):
-    def __init__(self, initial_learning_rate, decay_steps, alpha=0.0):
+    def __init__(self, initial_learning_rate: float, decay_steps: int, alpha: float = 0.0
+                 ) -> None:
         fn = "cosine_decay"
         self.initial_learning_rate = _rate(initial_learning_rate, "initial_learning_rate", fn)
         self.decay_steps = _positive(decay_steps, "decay_steps", fn)
         self.alpha = _rate(alpha, "alpha", fn)
 
-    def __call__(self, step):
+    def __call__(self, step: int) -> float:
         p = min(step, self.decay_steps) / self.decay_steps
         cosine = 0.5 * (1 + math.cos(math.pi * p))
         return self.initial_learning_rate * ((1 - self.alpha) * cosine + self.alpha)
 
 
 class PiecewiseConstant(Schedule):
-    def __init__(self, boundaries, values):
+    def __init__(self, boundaries: Sequence[int], values: Sequence[float]) -> None:
         self.boundaries = list(as_ints(boundaries, "boundaries", "piecewise_constant()"))
         if not isinstance(values, (list, tuple)):
             raise ArgumentError(f"piecewise_constant(): values must be a list of numbers, got "
@@ -72,7 +77,7 @@ class PiecewiseConstant(Schedule):
         if self.boundaries != sorted(self.boundaries):
             raise ArgumentError("piecewise_constant(): boundaries must be increasing")
 
-    def __call__(self, step):
+    def __call__(self, step: int) -> float:
         for b, v in zip(self.boundaries, self.values):
             if step <= b:
                 return v
@@ -80,13 +85,14 @@ class PiecewiseConstant(Schedule):
 
 
 class Warmup(Schedule):
-    def __init__(self, schedule, warmup_steps, initial_learning_rate=0.0):
+    def __init__(self, schedule: float | Callable[[int], float], warmup_steps: int,
+                 initial_learning_rate: float = 0.0) -> None:
         self.schedule = schedule if callable(schedule) else _rate(schedule, "schedule", "warmup")
         self.warmup_steps = _positive(warmup_steps, "warmup_steps", "warmup")
         self.initial_learning_rate = _rate(initial_learning_rate, "initial_learning_rate",
                                            "warmup")
 
-    def __call__(self, step):
+    def __call__(self, step: int) -> float:
         target = self.schedule(0) if callable(self.schedule) else float(self.schedule)
         if step < self.warmup_steps:
             frac = step / self.warmup_steps
@@ -96,7 +102,8 @@ class Warmup(Schedule):
         return target
 
 
-def exponential_decay(initial_learning_rate, decay_steps, decay_rate, staircase=False):
+def exponential_decay(initial_learning_rate: float, decay_steps: int, decay_rate: float,
+                      staircase: bool = False) -> ExponentialDecay:
     """lr · decay_rate^(step / decay_steps) (the exponent floored when ``staircase``).
 
     >>> import flowgrad as tf
@@ -107,7 +114,8 @@ def exponential_decay(initial_learning_rate, decay_steps, decay_rate, staircase=
     return ExponentialDecay(initial_learning_rate, decay_steps, decay_rate, staircase)
 
 
-def cosine_decay(initial_learning_rate, decay_steps, alpha=0.0):
+def cosine_decay(initial_learning_rate: float, decay_steps: int, alpha: float = 0.0
+                 ) -> CosineDecay:
     """Half a cosine from lr down to alpha·lr over decay_steps, then constant.
 
     >>> import flowgrad as tf
@@ -118,7 +126,8 @@ def cosine_decay(initial_learning_rate, decay_steps, alpha=0.0):
     return CosineDecay(initial_learning_rate, decay_steps, alpha)
 
 
-def piecewise_constant(boundaries, values):
+def piecewise_constant(boundaries: Sequence[int], values: Sequence[float]
+                       ) -> PiecewiseConstant:
     """values[0] up to boundaries[0] (inclusive), values[1] up to boundaries[1], ...
 
     >>> import flowgrad as tf
@@ -129,7 +138,8 @@ def piecewise_constant(boundaries, values):
     return PiecewiseConstant(boundaries, values)
 
 
-def warmup(schedule, warmup_steps, initial_learning_rate=0.0):
+def warmup(schedule: float | Callable[[int], float], warmup_steps: int,
+           initial_learning_rate: float = 0.0) -> Warmup:
     """A linear ramp from initial_learning_rate to ``schedule``'s first value over
     warmup_steps, then ``schedule`` (a number or a schedule) starting from its step 0.
 
