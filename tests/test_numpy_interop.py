@@ -1,0 +1,320 @@
+"""NumPy and PyTorch habits on flowgrad tensors (issue 17): format, __array__, NumPy ufuncs
+and functions dispatched to flowgrad ops (differentiable), dtype objects, keyword spellings,
+repr, foreign arrays into tf.tensor."""
+import pickle
+
+import numpy as np
+import pytest
+
+import flowgrad as tf
+from flowgrad import numpy_interop as NI
+from flowgrad.errors import ArgumentError, GradientError
+
+
+def f64(a):
+    return tf.tensor(np.asarray(a, dtype=np.float64))
+
+
+def central_diff(f, x, eps=1e-6):
+    """d sum(f(x)) / dx by central differences, in float64 (f: NumPy in, float out)."""
+    x = np.asarray(x, dtype=np.float64)
+    g = np.zeros_like(x)
+    for i in np.ndindex(x.shape):
+        hi, lo = x.copy(), x.copy()
+        hi[i] += eps
+        lo[i] -= eps
+        g[i] = (f(hi) - f(lo)) / (2 * eps)
+    return g
+
+
+# ---------------------------------------------------------------- ufuncs, table-driven
+X = np.array([[0.2, 0.35], [0.5, 0.8]])
+Y = np.array([[0.3, 0.9], [0.45, 0.6]])
+_DOMAIN = {np.arccosh: X + 1.0}                       # defined above 1 only
+_BOOL_IN = {np.logical_not, np.logical_and, np.logical_or, np.logical_xor}
+_NOT_SMOOTH = {np.sign, np.floor, np.ceil, np.rint, np.isnan, np.isinf, np.isfinite,
+               np.floor_divide, np.remainder, np.equal, np.not_equal, np.less,
+               np.less_equal, np.greater, np.greater_equal, np.absolute, np.fabs,
+               np.maximum, np.minimum} | _BOOL_IN
+
+
+def _inputs(uf):
+    if uf in _BOOL_IN:
+        return [np.array([[True, False], [True, True]]),
+                np.array([[True, True], [False, True]])][:uf.nin]
+    return [_DOMAIN.get(uf, X), Y][:uf.nin]
+
+
+@pytest.mark.parametrize("uf", list(NI.UFUNCS), ids=lambda u: u.__name__)
+def test_ufunc_matches_numpy(uf):
+    ins = _inputs(uf)
+    out = uf(*[tf.tensor(a) for a in ins])
+    assert isinstance(out, tf.Tensor), uf
+    np.testing.assert_allclose(out.numpy(), uf(*ins), rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("uf", [u for u in NI.UFUNCS if u not in _NOT_SMOOTH],
+                         ids=lambda u: u.__name__)
+def test_ufunc_gradient_matches_central_differences(uf):
+    ins = _inputs(uf)
+    for k in range(uf.nin):          # d/d(input k), the others held fixed
+        def f(xk, k=k):
+            args = [xk if j == k else a for j, a in enumerate(ins)]
+            return float(np.sum(uf(*args)))
+
+        def fg(t, k=k):
+            return tf.sum(uf(*[t if j == k else f64(a) for j, a in enumerate(ins)]))
+        g = tf.grad(fg)(f64(ins[k])).numpy()
+        np.testing.assert_allclose(g, central_diff(f, ins[k]), rtol=1e-6, atol=1e-7)
+
+
+def test_reflected_operators_with_numpy_operands_give_tensors():
+    a, t = np.array([1.0, 2.0]), tf.tensor([3.0, 4.0])
+    for r in (a * t, a + t, a @ t, a < t, np.float32(2) * t):
+        assert isinstance(r, tf.Tensor)
+    np.testing.assert_allclose((a * t).numpy(), [3, 8])
+
+
+def test_ufunc_reduce_and_dtype_keyword():
+    t = tf.tensor([[1.0, 2.0], [3.0, 4.0]])
+    np.testing.assert_allclose(np.add.reduce(t, axis=1).numpy(), [3, 7])
+    assert np.maximum.reduce(t, axis=None).item() == 4.0
+    assert np.add(t, 1, dtype=np.float64).dtype == "float64"
+
+
+# ---------------------------------------------------------------- array functions, table
+T = np.array([[0.5, -1.0, 2.0], [3.0, 0.25, -0.75]])
+CASES = {     # NumPy function -> (positional args (T stands for the tensor), keywords)
+    np.sum: ((T,), {"axis": 1, "keepdims": True}), np.prod: ((T,), {"axis": 0}),
+    np.max: ((T,), {"axis": 1}), np.min: ((T,), {}), np.amax: ((T,), {"axis": 0}),
+    np.amin: ((T,), {"axis": 0, "keepdims": True}), np.mean: ((T,), {"axis": 0}),
+    np.all: ((T > 0,), {"axis": 1}), np.any: ((T > 2,), {}),
+    np.var: ((T,), {"axis": 1, "ddof": 1}), np.std: ((T,), {}),
+    np.argmax: ((T,), {"axis": 1}), np.argmin: ((T,), {}),
+    np.cumsum: ((T,), {"axis": 1}), np.cumprod: ((T,), {}),
+    np.where: ((T > 0, T, -T), {}), np.concatenate: (([T, T],), {"axis": 1}),
+    np.stack: (([T, T],), {"axis": 2}), np.reshape: ((T, (3, 2)), {}),
+    np.ravel: ((T,), {}), np.transpose: ((T,), {}), np.dot: ((T, T.T), {}),
+    np.clip: ((T, -0.5, 1.0), {}), np.squeeze: ((T[None],), {"axis": 0}),
+    np.expand_dims: ((T,), {"axis": 1}), np.broadcast_to: ((T[:1], (4, 3)), {}),
+    np.tile: ((T, (2, 1)), {}), np.flip: ((T,), {"axis": 1}),
+    np.outer: ((T[0], T[1]), {}), np.einsum: (("ij,kj->ik", T, T), {}),
+    np.round: ((T * 3.3,), {}), np.around: ((T,), {"decimals": 1}),
+    np.zeros_like: ((T,), {}), np.ones_like: ((T,), {"dtype": np.float32}),
+    np.linalg.norm: ((T,), {"axis": 1}), np.shape: ((T,), {}), np.ndim: ((T,), {}),
+    np.size: ((T,), {}),
+}
+
+
+def _tensorize(v):
+    if isinstance(v, np.ndarray):
+        return f64(v) if v.dtype == np.float64 else tf.tensor(v)
+    if isinstance(v, list):
+        return [_tensorize(x) for x in v]
+    return v
+
+
+def test_every_mapped_function_has_a_case():
+    assert set(NI.FUNCTIONS) == set(CASES)
+
+
+@pytest.mark.parametrize("fn", list(CASES), ids=lambda f: f.__name__)
+def test_function_matches_numpy(fn):
+    args, kw = CASES[fn]
+    got = fn(*[_tensorize(a) for a in args], **kw)
+    want = fn(*args, **kw)
+    if isinstance(want, (tuple, int)):                   # np.shape, np.ndim, np.size
+        assert got == want
+        return
+    assert isinstance(got, tf.Tensor), fn
+    np.testing.assert_allclose(got.numpy(), want, rtol=1e-12, atol=1e-12)
+
+
+def test_np_mean_sum_tanh_through_grad():
+    x = np.array([[0.1, -0.4, 0.7], [1.2, 0.0, -2.0]])
+    # d mean(x)/dx = 1/n; d sum(x^2)/dx = 2x, worked by hand
+    np.testing.assert_allclose(tf.grad(lambda t: np.mean(t))(f64(x)).numpy(),
+                               np.full_like(x, 1 / 6))
+    np.testing.assert_allclose(tf.grad(lambda t: np.sum(np.square(t)))(f64(x)).numpy(), 2 * x)
+    g = tf.grad(lambda t: np.tanh(t).sum())(f64(x)).numpy()
+    np.testing.assert_allclose(g, tf.grad(lambda t: tf.tanh(t).sum())(f64(x)).numpy())
+    np.testing.assert_allclose(g, central_diff(lambda a: np.tanh(a).sum(), x), rtol=1e-7)
+    g = tf.grad(lambda t: np.sum(np.mean(t, axis=0, keepdims=True) * t))(f64(x)).numpy()
+    np.testing.assert_allclose(
+        g, central_diff(lambda a: np.sum(np.mean(a, axis=0, keepdims=True) * a), x),
+        rtol=1e-6)
+
+
+def test_std_var_and_where_gradients_against_central_differences():
+    x = np.array([0.3, -1.1, 2.0, 0.6])
+    for f in (lambda a: np.std(a), lambda a: np.var(a, ddof=1),
+              lambda a: np.sum(np.where(a > 0, a * a, -a)),
+              lambda a: np.sum(np.clip(a, -0.5, 1.0) ** 2)):
+        g = tf.grad(lambda t, f=f: f(t))(f64(x)).numpy()
+        np.testing.assert_allclose(g, central_diff(lambda a, f=f: float(f(a)), x), rtol=1e-6)
+
+
+def test_gradient_tape_records_numpy_calls():
+    x = f64([0.5, 1.5])
+    with tf.GradientTape() as tape:
+        tape.watch(x)
+        y = np.sum(np.exp(x))
+    np.testing.assert_allclose(tape.gradient(y, x).numpy(), np.exp([0.5, 1.5]))
+
+
+def test_out_and_where_are_refused_by_name():
+    t = tf.tensor([1.0, 2.0])
+    with pytest.raises(ArgumentError, match=r"np\.add\(\.\.\., out=\.\.\.\).*'out'"):
+        np.add(t, 1, out=np.zeros(2))
+    with pytest.raises(ArgumentError, match=r"'out'"):
+        np.sum(t, out=np.zeros(()))
+    with pytest.raises(ArgumentError, match=r"np\.mean\(\.\.\., where=\.\.\.\)"):
+        np.mean(t, where=np.array([True, False]))
+    with pytest.raises(ArgumentError, match=r"'where'"):
+        np.exp(t, where=np.array([True, False]))
+
+
+def test_unmapped_function_raises_inside_grad_naming_it_and_the_alternative():
+    x = tf.tensor([3.0, 1.0, 2.0])
+    with pytest.raises(GradientError, match=r"np\.median\(\).*tf\.top_k"):
+        tf.grad(lambda t: np.median(t))(x)
+    with pytest.raises(GradientError, match=r"np\.sort\(\)"):
+        tf.grad(lambda t: tf.sum(np.sort(t)))(x)
+    with pytest.raises(GradientError, match=r"np\.add\.accumulate\(\)"):
+        tf.grad(lambda t: tf.sum(np.add.accumulate(t)))(x)
+    with pytest.raises(GradientError, match=r"np\.median\(\)"):
+        tf.value_and_grad(lambda t: np.median(t))(x)
+
+
+def test_unmapped_function_outside_grad_computes_on_values():
+    x = tf.tensor([3.0, 1.0, 2.0])
+    m = np.median(x)
+    assert isinstance(m, np.floating) and m == 2.0
+    np.testing.assert_array_equal(np.sort(x), [1.0, 2.0, 3.0])
+    np.testing.assert_array_equal(np.add.accumulate(x), [3.0, 4.0, 6.0])
+
+
+# ---------------------------------------------------------------- format, __array__
+def test_format():
+    assert f"{tf.scalar(1.234):.2f}" == "1.23"
+    assert f"{tf.scalar(7, 'int32'):03d}" == "007"
+    assert f"{tf.tensor([1.234, 5.0]):.1f}" == "[1.2, 5.0]"
+    assert f"{tf.tensor([[1, 2], [3, 4]]):.0f}" == "[[1, 2],\n [3, 4]]"
+    t = tf.tensor([1.0, 2.0])
+    assert f"{t}" == str(t) == format(t, "")
+    with pytest.raises(ArgumentError, match=r"format\(tensor, 'q'\) on a float32 tensor"):
+        format(t, "q")
+
+
+def test_array_protocol_numpy2():
+    t = tf.tensor([1.0, 2.0])
+    a = np.asarray(t)
+    assert a.dtype == np.float32 and a.flags.writeable
+    v = np.asarray(t, copy=False)
+    assert not v.flags.writeable and np.shares_memory(v, t._data)
+    with pytest.raises(ValueError, match="copy is needed"):
+        np.asarray(t, dtype=np.float64, copy=False)
+    np.testing.assert_array_equal(np.array(t, dtype=np.int64), [1, 2])
+
+
+# ---------------------------------------------------------------- dtypes
+def test_dtype_objects_compare_both_ways_and_hash_like_strings():
+    t = tf.tensor([1.0])
+    for other in (np.float32, np.dtype("float32"), "float32", tf.float32):
+        assert t.dtype == other and other == t.dtype
+        assert not (t.dtype != other) and not (other != t.dtype)
+    assert t.dtype != np.float64 and t.dtype != "int32" and np.int32 != t.dtype
+    assert tf.int32 == np.int32 and tf.bool_ == np.bool_ and tf.float64 == np.float64
+    assert hash(tf.float32) == hash("float32") and {"float32": 1}[t.dtype] == 1
+    assert {tf.float32: 1}["float32"] == 1
+    assert str(t.dtype) == "float32" and f"{t.dtype}" == "float32"
+    assert pickle.loads(pickle.dumps(t.dtype)) is tf.float32
+    assert np.zeros(1, dtype=t.dtype).dtype == np.float32
+    assert tf.tensor([1], dtype=np.int32).dtype == tf.int32
+
+
+def test_dtype_objects_survive_a_backend_change():
+    prev = tf.set_backend("numpy")
+    try:
+        assert tf.ones([1]).dtype == np.float32 and tf.ones([1]).dtype is tf.float32
+    finally:
+        tf.set_backend(prev)
+
+
+# ---------------------------------------------------------------- keyword spellings
+def test_numpy_and_torch_keyword_spellings():
+    x = tf.ones([2, 3])
+    assert x.sum(keepdims=True).shape == (1, 1)
+    assert tf.mean(x, dim=1, keepdim=True).shape == (2, 1)
+    assert tf.max(x, axis=0, keepdims=False).shape == (3,)
+    assert tf.concat([x, x], dim=1).shape == (2, 6)
+    assert tf.softmax(x, axis=0).shape == (2, 3)          # softmax's TF.js name is dim
+    np.testing.assert_allclose(tf.softmax(tf.tensor([[0.0, 1.0], [0.0, 1.0]]), axis=0)
+                               .numpy(), 0.5)
+    assert tf.sum.keyword_aliases == {"dim": "axis", "keepdims": "keep_dims",
+                                      "keepdim": "keep_dims"}
+
+
+def test_both_spellings_at_once_is_an_error_naming_both():
+    x = tf.ones([2, 3])
+    with pytest.raises(ArgumentError, match=r"sum\(\): 'keep_dims' and 'keepdims'"):
+        x.sum(keep_dims=False, keepdims=True)
+    with pytest.raises(ArgumentError, match=r"'axis' and 'dim'"):
+        tf.mean(x, 0, dim=1)
+
+
+# ---------------------------------------------------------------- repr
+def test_repr_shows_shape_and_dtype_str_keeps_tfjs_format():
+    t = tf.tensor([[1, 2], [3, 4]])
+    assert repr(t) == "<tf.Tensor shape=[2, 2] dtype=float32\n [[1, 2],\n  [3, 4]]>"
+    assert str(t) == t.to_string() == "Tensor\n    [[1, 2],\n     [3, 4]]"
+    assert repr(tf.scalar(2, "int32")) == "<tf.Tensor shape=[] dtype=int32 2>"
+    big = repr(tf.zeros([1000, 1000]))
+    assert big.startswith("<tf.Tensor shape=[1000, 1000] dtype=float32") and len(big) < 400
+    w = tf.variable(tf.tensor([1.0]), name="repr_w")
+    try:
+        assert repr(w) == "<tf.Variable name='repr_w' shape=[1] dtype=float32 [1]>"
+    finally:
+        w.dispose()
+    d = tf.ones([2])
+    d.dispose()
+    assert repr(d) == "<tf.Tensor shape=[2] dtype=float32 disposed>"
+
+
+# ---------------------------------------------------------------- foreign arrays
+def test_torch_tensors_into_tf_tensor():
+    torch = pytest.importorskip("torch")
+    src = torch.arange(6, dtype=torch.float64).reshape(2, 3)
+    t = tf.tensor(src)
+    assert t.dtype == "float64" and t.shape == (2, 3)
+    np.testing.assert_array_equal(t.numpy(), src.numpy())
+    src += 1                                   # a copy: the tensor stays as it was
+    assert t.numpy()[0, 0] == 0.0
+    assert tf.tensor(torch.tensor([1, 2])).dtype == "int32"
+    assert tf.add(tf.ones([2]), torch.ones(2)).numpy().tolist() == [2.0, 2.0]
+    with pytest.raises(ArgumentError, match=r"'torch\.Tensor'.*detach"):
+        tf.tensor(torch.ones(2, requires_grad=True))
+
+
+def test_jax_arrays_into_tf_tensor():
+    jnp = pytest.importorskip("jax.numpy", reason="JAX is not installed here")
+    np.testing.assert_array_equal(tf.tensor(jnp.arange(3.0)).numpy(), [0.0, 1.0, 2.0])
+
+
+def test_dlpack_only_array_into_tf_tensor():
+    class DLPackOnly:            # as array-api-strict arrays: __dlpack__, no __array__
+        def __init__(self, a):
+            self.a = a
+
+        def __dlpack__(self, **kw):
+            return self.a.__dlpack__(**kw)
+
+        def __dlpack_device__(self):
+            return self.a.__dlpack_device__()
+    np.testing.assert_array_equal(tf.tensor(DLPackOnly(np.arange(3.0))).numpy(), [0, 1, 2])
+
+
+def test_unreadable_object_named_with_its_module():
+    import collections
+    with pytest.raises(ArgumentError, match=r"got 'collections\.OrderedDict'"):
+        tf.tensor(collections.OrderedDict())
