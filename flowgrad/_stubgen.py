@@ -558,7 +558,12 @@ def _rel(module: str) -> str:
 
 
 def generate() -> dict[Path, str]:
-    """The stub files and their text, from the live package."""
+    """The stub files and their text, from the live package.
+
+    >>> from flowgrad._stubgen import generate
+    >>> sorted(p.name for p in generate())
+    ['__init__.pyi', 'tensor.pyi']
+    """
     RESULTS.fields.clear()
     _TENSOR_ARGS.clear()
     init, _ = _init_stub()           # (first: it finds the ops and their result types)
@@ -567,12 +572,8 @@ def generate() -> dict[Path, str]:
 
 
 def stale() -> list[Path]:
-    """The stub files whose checked-in text differs from what the live code gives.
-
-    >>> from flowgrad._stubgen import stale
-    >>> stale()
-    []
-    """
+    """The stub files whose checked-in text differs from what the live code gives
+    (``--check``; tests/test_typing.py asserts it is empty)."""
     return [p for p, text in generate().items()
             if not p.exists() or p.read_text(encoding="utf-8") != text]
 
