@@ -2,6 +2,8 @@
 issue asks), when its package is installed."""
 import importlib.util
 
+import pytest
+
 if importlib.util.find_spec("array_api_strict") is not None:
     import strict_backend
     strict_backend.register()
@@ -14,3 +16,12 @@ def pytest_collection_finish(session):
     import gc
     gc.collect()
     gc.freeze()
+
+
+@pytest.hookimpl(tryfirst=True)     # before -m 'not slow' deselects
+def pytest_collection_modifyitems(items):
+    # every test that starts MPI jobs (the mpiexec fixture, tests/test_distributed.py) is
+    # slow: ~1.5 s each, a rank's start-up; .ci/run runs them with -m slow
+    for item in items:
+        if "mpiexec" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.slow)

@@ -11,6 +11,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 
 
+@pytest.mark.slow          # every workload, ~20 s: .ci/run runs it (pytest -m slow)
 def test_quick_bench_checks_every_workload():
     env = dict(os.environ, OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1")
     r = subprocess.run([sys.executable, "-m", "bench", "--quick"], cwd=ROOT, env=env,

@@ -214,7 +214,7 @@ def _have_mkdocs():
                for m in ("mkdocs", "mkdocstrings", "mkdocstrings_handlers.python"))
 
 
-@pytest.mark.slow          # ~1 min: the mkdocs site build
+@pytest.mark.slow          # the mkdocs site build in a subprocess (~7 s warm)
 @pytest.mark.skipif(not _have_mkdocs(), reason="mkdocs and mkdocstrings[python] are not "
                     "installed (pip install -e '.[docs]'): the site build is not checked")
 def test_mkdocs_build_strict(tmp_path):

@@ -10,6 +10,7 @@ import pytest
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 
 
+@pytest.mark.slow          # a venv and a pip install (10 s to minutes): .ci/run runs it
 def test_fresh_venv_installs_and_runs_the_demo(tmp_path):
     venv = tmp_path / "venv"
     made = subprocess.run([sys.executable, "-m", "venv", str(venv)], capture_output=True,
