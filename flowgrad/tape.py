@@ -111,6 +111,8 @@ def _op_label(n):
 
 def _saved_outputs(n):
     """Outputs of ``n`` for its rule: fresh tensors attached to ``n`` (so still connected)."""
+    if type(n) is not E.Node:
+        return n.saved_outputs()            # (a batched node: batched tensors)
     if not n.prim.multi:
         y = E.make_tensor(n.out)
         y._node = n
@@ -182,6 +184,9 @@ class NotBatchable(Exception):
     """A node's rule cannot take batched cotangents (the caller loops instead)."""
 
 
+batched_hook = None     # (has batched nodes(sess), activate, deactivate): flowgrad.batching
+
+
 def backprop(y, dy, xs, sess, batch=False):
     """Gradients of y (seeded with dy) with respect to each tensor of ``xs``.
 
@@ -192,6 +197,17 @@ def backprop(y, dy, xs, sess, batch=False):
     of an identity for a jacobian), and every gradient keeps it. Raises NotBatchable, before
     computing anything, if some rule on the path cannot take a batch.
     """
+    h = batched_hook
+    if h is not None and h[0](sess):        # nodes recorded inside tf.vmap: batch the rules
+        h[1]()
+        try:
+            return _backprop(y, dy, xs, sess, batch)
+        finally:
+            h[2]()
+    return _backprop(y, dy, xs, sess, batch)
+
+
+def _backprop(y, dy, xs, sess, batch):
     if y_hook is not None:
         y_hook(y)
     src = {}

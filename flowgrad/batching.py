@@ -1,0 +1,407 @@
+"""Batched tensors and batching rules: what ``tf.vmap`` runs on (flowgrad/vmap.py).
+
+A ``BatchedTensor`` is one tensor per example, stored as one array: its ``_data`` has a
+leading axis per active vmap level it carries (``_levels``, ascending: outer vmaps first),
+then the per-example (logical) shape, which is what ``shape`` says. Code inside ``vmap``
+(the user's, and the gradient rules, which are written with flowgrad ops) sees only logical
+shapes; each kernel is run once on the whole batch by the primitive's batching rule:
+elementwise kernels broadcast over the batch axes, reductions and shape ops get their axes
+shifted past them, and a primitive with no rule runs once per example (a Python loop, with
+a one-time warning naming it). Every kernel call goes through ``run_batched`` while a vmap
+is active or a backward pass walks batched nodes, which the engine's kernel seam routes
+here (``E.run_kernel`` is swapped, as tf.jit and the debug seams do): nothing is paid
+otherwise.
+"""
+import itertools
+import threading
+import weakref
+
+import numpy as np
+
+from . import engine as E
+from . import tape
+from .errors import FlowgradError
+from .tensor import Tensor
+
+
+class VmapError(FlowgradError):
+    """A tf.vmap misuse: mismatched batch sizes, a bad in_axes/out_axes, or reading the
+    values of a batched tensor inside the vmapped function."""
+
+
+class BatchedTensor(Tensor):
+    """Inside ``tf.vmap``: one tensor per example (see the module docstring)."""
+    __slots__ = ("_levels",)
+
+    def _array(self):
+        raise VmapError(
+            f"tf.vmap: the function reads the values of a batched tensor (item(), numpy(), "
+            f"print, bool(), a NumPy function...), which differ per example. Compute with "
+            f"flowgrad ops, or return the tensor from the vmapped function and read it "
+            f"afterwards. (A {self.dtype} tensor of per-example shape {self.shape}, batched "
+            f"over {len(self._levels)} vmap level(s).)")
+
+    def __repr__(self):
+        return (f"<BatchedTensor shape={list(self.shape)} dtype={self.dtype} "
+                f"batch={list(self._data.shape[:len(self._levels)])}>")
+
+
+class BatchedNode(E.Node):
+    """A recorded kernel run on batched tensors (its saved outputs are batched again)."""
+    __slots__ = ("levels",)
+
+    def saved_outputs(self):
+        outs = self.out if self.prim.multi else (self.out,)
+        ys = []
+        for i, o in enumerate(outs):
+            y = make_batched(o, self.levels)
+            y._node = self
+            if self.prim.multi:
+                y._idx = i
+            ys.append(y)
+        return tuple(ys)
+
+
+def make_batched(a, levels):
+    """A BatchedTensor over the physical array ``a`` (len(levels) leading batch axes); a
+    plain tensor when ``levels`` is empty. (make_tensor's accounting, same order.)"""
+    if not levels:
+        return E.make_tensor(a)
+    i = next(E._ids)
+    t = BatchedTensor.__new__(BatchedTensor)
+    t._data = a
+    t._levels = levels
+    t.shape = a.shape[len(levels):]
+    t.dtype = dt = E._NAME[a.dtype]
+    t.id = i
+    t._node = None
+    t._pin = None
+    t._buf = None
+    st = E._tls.s
+    st.nt += 1
+    st.nb += a.size * E._ITEM[dt]
+    st.nbuf += 1
+    t.kept = False
+    t._disposed = False
+    sc = st.scope
+    if sc is not None:
+        sc.append(t)
+    return t
+
+
+def levels_of(t):
+    return t._levels if type(t) is BatchedTensor else ()
+
+
+# ---------------------------------------------------------------- physical arrays
+
+def physical(t, levels, rank=None):
+    """``t``'s array with a leading axis per level of ``levels`` (size 1 where ``t`` is
+    not batched over it), then ``rank - t.rank`` axes of size 1, then its logical shape:
+    ready to broadcast against the other inputs."""
+    a = t._data
+    mine = levels_of(t)
+    extra = 0 if rank is None else rank - len(t.shape)
+    if mine == levels and not extra:
+        return a
+    batch = iter(a.shape[:len(mine)])
+    shape = tuple(next(batch) if lv in mine else 1 for lv in levels) + (1,) * extra + \
+        tuple(t.shape)
+    return a.reshape(shape)
+
+
+def sizes_of(inputs, levels):
+    """{level: batch size} from the inputs that carry each level."""
+    out = {}
+    for t in inputs:
+        mine = levels_of(t)
+        for k, lv in enumerate(mine):
+            out.setdefault(lv, t._data.shape[k])
+    return tuple(out[lv] for lv in levels)
+
+
+def full(t, levels, sizes, rank=None):
+    """``physical``, broadcast to the full batch sizes (for kernels that do not broadcast:
+    concatenation, stacking...)."""
+    a = physical(t, levels, rank)
+    want = tuple(sizes) + a.shape[len(levels):]
+    return a if a.shape == want else np.broadcast_to(a, want)
+
+
+def _axis(a, rank):
+    """A logical axis, normalized to [0, rank)."""
+    a = int(a)
+    return a + rank if a < 0 else a
+
+
+# ---------------------------------------------------------------- the kernel seam
+
+_inner = None               # the run_kernel the batched one wraps (engine's, or a seam's)
+_users = 0                  # active vmaps and backward passes over batched nodes
+_lock = threading.Lock()
+_warned = set()
+batched_sessions = weakref.WeakSet()    # sessions holding batched nodes
+
+
+def activate():
+    """Route every kernel call through run_batched (nestable; see deactivate)."""
+    global _inner, _users
+    with _lock:
+        if _users == 0:
+            _inner = E.run_kernel
+            E.run_kernel = run_batched
+        _users += 1
+
+
+def deactivate():
+    global _inner, _users
+    with _lock:
+        _users -= 1
+        if _users == 0:
+            if E.run_kernel is run_batched:
+                E.run_kernel = _inner
+            _inner = None
+
+
+def inner_run(prim, inputs, attrs=None):
+    """The kernel seam under the batched one (what runs unbatched kernels)."""
+    f = _inner
+    return (f if f is not None else E.run_kernel)(prim, inputs, attrs)
+
+
+def run_batched(prim, inputs, attrs=None):
+    """E.run_kernel while batching: unbatched inputs go through unchanged; batched ones
+    through the primitive's batching rule, recorded as one node on the batched tensors."""
+    levels = ()
+    for t in inputs:
+        if type(t) is BatchedTensor:
+            lv = t._levels
+            if lv != levels:
+                levels = lv if not levels else tuple(sorted(set(levels) | set(lv)))
+    rule = BOUNDARY.get(prim.name)
+    if rule is None:
+        if not levels:
+            return inner_run(prim, inputs, attrs)
+        rule = RULES.get(prim.name)
+    for t in inputs:
+        if t._disposed:
+            E.disposed_input(t, prim)
+    if rule is None:
+        rule = _loop
+        if prim.name not in _warned:
+            _warned.add(prim.name)
+            from .debug import sites
+            sites.warn(f"tf.vmap: the kernel {prim.name} has no batching rule; it runs once "
+                       f"per example (a Python loop)", VmapFallbackWarning)
+    kw = attrs or {}
+    q = E._fpe_set(E._QUIET)
+    try:
+        out = rule(prim, inputs, kw, levels)
+    except FlowgradError:
+        raise
+    except (ValueError, TypeError, IndexError, ArithmeticError) as e:
+        raise E.kernel_error(prim, inputs, e) from e
+    finally:
+        E.fpe_restore(q)
+    if isinstance(out, Phys):
+        out, levels = out.arrays, out.levels
+    outs = out if prim.multi else (out,)
+    ys = tuple(make_batched(o, levels) for o in outs)
+    st = E._tls.s
+    if st.recording and inputs:
+        sess = st.session
+        n = BatchedNode()
+        n.prim = prim
+        n.inputs = tuple(inputs)
+        n.attrs = attrs
+        n.out = (tuple(outs) if prim.multi else outs[0]) if prim.save_y else None
+        n.nout = len(ys)
+        n.metas = tuple((y.shape, y.dtype) for y in ys)
+        n.sess = sess
+        n.pos = len(sess.nodes)
+        n.levels = levels
+        sess.nodes.append(n)
+        batched_sessions.add(sess)
+        for i, y in enumerate(ys):
+            y._node = n
+            if prim.multi:
+                y._idx = i
+    return ys if prim.multi else ys[0]
+
+
+class VmapFallbackWarning(UserWarning):
+    """A kernel without a batching rule ran once per example inside tf.vmap."""
+
+
+class Phys:
+    """A rule's outputs when their batch levels differ from the inputs' union."""
+    __slots__ = ("arrays", "levels")
+
+    def __init__(self, arrays, levels):
+        self.arrays, self.levels = arrays, levels
+
+
+# ---------------------------------------------------------------- rules
+
+RULES = {}
+BOUNDARY = {}               # vmap's entry and exit (flowgrad/vmap.py): run even unbatched
+
+
+def _fwd(prim, arrays, attrs):
+    return prim.fwd(E.B, *arrays, **attrs)
+
+
+def _elementwise(prim, inputs, attrs, levels):
+    rank = max(len(t.shape) for t in inputs)
+    return _fwd(prim, [physical(t, levels, rank) for t in inputs], attrs)
+
+
+def _same_shape(prim, inputs, attrs, levels):
+    """Elementwise kernels that want equal shapes (add_n)."""
+    sizes = sizes_of(inputs, levels)
+    rank = max(len(t.shape) for t in inputs)
+    arrays = np.broadcast_arrays(*[full(t, levels, sizes, rank) for t in inputs])
+    return _fwd(prim, arrays, attrs)
+
+
+def _leading(prim, inputs, attrs, levels):
+    """Kernels that act on trailing axes only and take batch axes as they come."""
+    return _fwd(prim, [physical(t, levels) for t in inputs], attrs)
+
+
+def _reduce(prim, inputs, attrs, levels):
+    x, nb = inputs[0], len(levels)
+    rank = len(x.shape)
+    axes = attrs.get("axes")
+    if axes is None:
+        axes = tuple(range(rank))
+    elif isinstance(axes, (int, np.integer)):
+        axes = (axes,)
+    kw = dict(attrs, axes=tuple(_axis(a, rank) + nb for a in axes))
+    return _fwd(prim, [physical(x, levels)], kw)
+
+
+def _axis_rule(name="axis", out_rank=0, full_batch=False):
+    """Kernels with one axis attribute, shifted past the batch axes (``out_rank``: the
+    axis counts in a rank one higher, as stacking's does)."""
+    def rule(prim, inputs, attrs, levels):
+        nb = len(levels)
+        rank = max(len(t.shape) for t in inputs) + out_rank
+        kw = dict(attrs)
+        a = attrs.get(name, 0)
+        if isinstance(a, (tuple, list)):
+            kw[name] = tuple(_axis(v, rank) + nb for v in a)
+        elif a is not None:
+            kw[name] = _axis(a, rank) + nb
+        if full_batch:
+            sizes = sizes_of(inputs, levels)
+            arrays = [full(t, levels, sizes) for t in inputs]
+        else:
+            arrays = [physical(t, levels) for t in inputs]
+        return _fwd(prim, arrays, kw)
+    return rule
+
+
+def _reshape(prim, inputs, attrs, levels):
+    x = inputs[0]
+    sizes = sizes_of(inputs, levels)
+    return _fwd(prim, [full(x, levels, sizes)], dict(attrs, shape=tuple(sizes) +
+                                                      tuple(attrs["shape"])))
+
+
+def _transpose(prim, inputs, attrs, levels):
+    nb = len(levels)
+    perm = attrs.get("perm")
+    if perm is None:
+        perm = tuple(reversed(range(len(inputs[0].shape))))
+    kw = dict(attrs, perm=tuple(range(nb)) + tuple(int(p) + nb for p in perm))
+    return _fwd(prim, [physical(inputs[0], levels)], kw)
+
+
+def _tile(prim, inputs, attrs, levels):
+    kw = dict(attrs, reps=(1,) * len(levels) + tuple(attrs["reps"]))
+    return _fwd(prim, [physical(inputs[0], levels)], kw)
+
+
+def _broadcast_to(prim, inputs, attrs, levels):
+    x = inputs[0]
+    shape = tuple(attrs["shape"])
+    a = physical(x, levels, len(shape))
+    return _fwd(prim, [a], dict(attrs, shape=a.shape[:len(levels)] + shape))
+
+
+def _slice(prim, inputs, attrs, levels):
+    x = inputs[0]
+    a = physical(x, levels)
+    nb = len(levels)
+    kw = dict(attrs, begin=(0,) * nb + tuple(attrs["begin"]),
+              size=tuple(a.shape[:nb]) + tuple(attrs["size"]))
+    return _fwd(prim, [a], kw)
+
+
+def _pad(prim, inputs, attrs, levels):
+    kw = dict(attrs, paddings=((0, 0),) * len(levels) + tuple(map(tuple,
+                                                                    attrs["paddings"])))
+    return _fwd(prim, [physical(inputs[0], levels)], kw)
+
+
+def _gather(prim, inputs, attrs, levels):
+    x, idx = inputs
+    if levels_of(idx) or attrs.get("batch_dims", 0):
+        return _loop(prim, inputs, attrs, levels)
+    kw = dict(attrs, axis=_axis(attrs.get("axis", 0), len(x.shape)) + len(levels))
+    return _fwd(prim, [physical(x, levels), idx._data], kw)
+
+
+def _mat_mul(prim, inputs, attrs, levels):
+    a, b = inputs
+    rank = max(len(a.shape), len(b.shape))
+    return _fwd(prim, [physical(a, levels, rank), physical(b, levels, rank)], attrs)
+
+
+def _loop(prim, inputs, attrs, levels):
+    """Once per example: slice every input, run the kernel, stack the outputs."""
+    sizes = sizes_of(inputs, levels)
+    arrays = [physical(t, levels) for t in inputs]
+    results = []
+    for index in itertools.product(*map(range, sizes)):
+        one = [a[tuple(i if a.shape[k] != 1 else 0 for k, i in enumerate(index))]
+               for a in arrays]
+        results.append(_fwd(prim, one, attrs))
+    if prim.multi:
+        return tuple(np.stack([r[j] for r in results]).reshape(sizes + results[0][j].shape)
+                     for j in range(len(results[0])))
+    first = np.asarray(results[0])
+    return np.stack([np.asarray(r) for r in results]).reshape(sizes + first.shape)
+
+
+_ELEMENTWISE = """Abs Acos Acosh Asin Asinh Atan Atanh Ceil Cos Cosh Elu Erf Exp Expm1 Floor
+IsFinite IsInf IsNan Log Log1p LogSigmoid LogicalNot Neg Reciprocal Relu Relu6 Round Rsqrt
+Selu Sigmoid Sign Sin Sinh Softplus Sqrt Square Step Tan Tanh Cast Identity OnesLike
+ZerosLike StopGradient LeakyRelu ClipByValue Add Sub Multiply RealDiv DivNoNan FloorDiv Mod
+Pow Maximum Minimum SquaredDifference Atan2 Equal NotEqual Greater GreaterEqual Less
+LessEqual LogicalAnd LogicalOr LogicalXor BitwiseAnd SigmoidGrad ReluGrad TanhGrad Select
+Prelu""".split()
+for _n in _ELEMENTWISE:
+    RULES[_n] = _elementwise
+for _n in ("Sum", "Mean", "Max", "Min", "Prod", "All", "Any"):
+    RULES[_n] = _reduce
+for _n in ("ArgMax", "ArgMin", "Cumsum", "Cumprod", "Softmax", "LogSoftmax"):
+    RULES[_n] = _axis_rule()
+RULES.update({
+    "AddN": _same_shape, "OneHot": _leading, "Reshape": _reshape, "Transpose": _transpose,
+    "Concat": _axis_rule(full_batch=True), "Pack": _axis_rule(out_rank=1, full_batch=True),
+    "Unpack": _axis_rule(), "SplitV": _axis_rule(), "Reverse": _axis_rule("axes"),
+    "Tile": _tile, "BroadcastTo": _broadcast_to, "Slice": _slice, "PadV2": _pad,
+    "GatherV2": _gather, "BatchMatMul": _mat_mul,
+})
+
+
+# ---------------------------------------------------------------- backward passes
+
+def _backprop_hook(sess):
+    """tape.backprop over a session with batched nodes: batch the rules' kernels too."""
+    return sess in batched_sessions
+
+
+tape.batched_hook = (_backprop_hook, activate, deactivate)
