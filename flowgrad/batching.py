@@ -128,10 +128,11 @@ def full(t, levels, sizes, rank=None):
     return a if a.shape == want else np.broadcast_to(a, want)
 
 
-def _axis(a, rank):
-    """A logical axis, normalized to [0, rank)."""
+def _shift(a, nb):
+    """A logical axis as a physical one: past the ``nb`` batch axes (a negative axis counts
+    from the end, where batch axes change nothing: some kernels rely on that)."""
     a = int(a)
-    return a + rank if a < 0 else a
+    return a if a < 0 else a + nb
 
 
 # ---------------------------------------------------------------- the kernel seam
@@ -271,28 +272,25 @@ def _leading(prim, inputs, attrs, levels):
 
 def _reduce(prim, inputs, attrs, levels):
     x, nb = inputs[0], len(levels)
-    rank = len(x.shape)
     axes = attrs.get("axes")
     if axes is None:
-        axes = tuple(range(rank))
+        axes = tuple(range(len(x.shape)))
     elif isinstance(axes, (int, np.integer)):
         axes = (axes,)
-    kw = dict(attrs, axes=tuple(_axis(a, rank) + nb for a in axes))
+    kw = dict(attrs, axes=tuple(_shift(a, nb) for a in axes))
     return _fwd(prim, [physical(x, levels)], kw)
 
 
-def _axis_rule(name="axis", out_rank=0, full_batch=False):
-    """Kernels with one axis attribute, shifted past the batch axes (``out_rank``: the
-    axis counts in a rank one higher, as stacking's does)."""
+def _axis_rule(name="axis", full_batch=False):
+    """Kernels with an axis attribute, shifted past the batch axes."""
     def rule(prim, inputs, attrs, levels):
         nb = len(levels)
-        rank = max(len(t.shape) for t in inputs) + out_rank
         kw = dict(attrs)
         a = attrs.get(name, 0)
         if isinstance(a, (tuple, list)):
-            kw[name] = tuple(_axis(v, rank) + nb for v in a)
+            kw[name] = tuple(_shift(v, nb) for v in a)
         elif a is not None:
-            kw[name] = _axis(a, rank) + nb
+            kw[name] = _shift(a, nb)
         if full_batch:
             sizes = sizes_of(inputs, levels)
             arrays = [full(t, levels, sizes) for t in inputs]
@@ -349,14 +347,50 @@ def _gather(prim, inputs, attrs, levels):
     x, idx = inputs
     if levels_of(idx) or attrs.get("batch_dims", 0):
         return _loop(prim, inputs, attrs, levels)
-    kw = dict(attrs, axis=_axis(attrs.get("axis", 0), len(x.shape)) + len(levels))
+    kw = dict(attrs, axis=_shift(attrs.get("axis", 0), len(levels)))
     return _fwd(prim, [physical(x, levels), idx._data], kw)
+
+
+def _strided_slice(prim, inputs, attrs, levels):
+    nb = len(levels)
+    key = (slice(None),) * nb + tuple(attrs["key"])
+    return _fwd(prim, [physical(inputs[0], levels)], dict(attrs, key=key))
+
+
+def _strided_slice_grad(prim, inputs, attrs, levels):
+    nb = len(levels)
+    a = physical(inputs[0], levels)
+    return _fwd(prim, [a], dict(attrs, key=(slice(None),) * nb + tuple(attrs["key"]),
+                                shape=a.shape[:nb] + tuple(attrs["shape"])))
 
 
 def _mat_mul(prim, inputs, attrs, levels):
     a, b = inputs
     rank = max(len(a.shape), len(b.shape))
     return _fwd(prim, [physical(a, levels, rank), physical(b, levels, rank)], attrs)
+
+
+def _merge_n(*lead):
+    """Kernels over a leading logical batch axis N (NHWC convolutions, pooling, resizing):
+    the vmap axes fold into N when only the inputs ``lead`` are batched."""
+    def rule(prim, inputs, attrs, levels):
+        if any(levels_of(t) for i, t in enumerate(inputs) if i not in lead):
+            return _loop(prim, inputs, attrs, levels)
+        sizes = sizes_of(inputs, levels)
+        many = int(np.prod(sizes))
+        arrays = []
+        for i, t in enumerate(inputs):
+            if i in lead:
+                a = full(t, levels, sizes)
+                arrays.append(a.reshape((many * t.shape[0],) + tuple(t.shape[1:])))
+            else:
+                arrays.append(t._data)
+        out = _fwd(prim, arrays, attrs)
+        outs = out if prim.multi else (out,)
+        back = tuple(o.reshape(tuple(sizes) + (o.shape[0] // many,) + o.shape[1:])
+                     for o in outs)
+        return back if prim.multi else back[0]
+    return rule
 
 
 def _loop(prim, inputs, attrs, levels):
@@ -390,11 +424,22 @@ for _n in ("ArgMax", "ArgMin", "Cumsum", "Cumprod", "Softmax", "LogSoftmax"):
     RULES[_n] = _axis_rule()
 RULES.update({
     "AddN": _same_shape, "OneHot": _leading, "Reshape": _reshape, "Transpose": _transpose,
-    "Concat": _axis_rule(full_batch=True), "Pack": _axis_rule(out_rank=1, full_batch=True),
+    "Concat": _axis_rule(full_batch=True), "Pack": _axis_rule(full_batch=True),
     "Unpack": _axis_rule(), "SplitV": _axis_rule(), "Reverse": _axis_rule("axes"),
     "Tile": _tile, "BroadcastTo": _broadcast_to, "Slice": _slice, "PadV2": _pad,
-    "GatherV2": _gather, "BatchMatMul": _mat_mul,
+    "GatherV2": _gather, "BatchMatMul": _mat_mul, "MirrorPad": _pad,
+    "StridedSlice": _strided_slice, "StridedSliceGrad": _strided_slice_grad,
 })
+for _n in ("MatrixBandPart", "MatrixSolve", "Qr", "TopK"):     # act on the last axes
+    RULES[_n] = _leading
+for _n in ("Conv2D", "Conv3D", "DepthwiseConv2dNative", "Conv2DBackpropInput",
+           "Conv3DBackpropInputV2", "DepthwiseConv2dNativeBackpropInput", "MaxPool", "AvgPool",
+           "MaxPool3D", "AvgPool3D", "AvgPoolGrad", "AvgPool3DGrad", "DepthToSpace",
+           "SpaceToDepth", "ResizeBilinear", "ResizeNearestNeighbor", "ResizeBilinearGrad",
+           "ResizeNearestNeighborGrad"):
+    RULES[_n] = _merge_n(0)
+for _n in ("MaxPoolGrad", "MaxPool3DGrad", "MaxPoolGradGrad", "MaxPool3DGradGrad"):
+    RULES[_n] = _merge_n(0, 1)
 
 
 # ---------------------------------------------------------------- backward passes

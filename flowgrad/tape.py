@@ -96,7 +96,7 @@ def _fix_grad(dx, t, n, i, lead=()):
                 f"input, each with its input's shape (sum over broadcast axes yourself).")
         dx = unbroadcast(dx, t.shape, prim, i, len(lead))
     want = dtypes.grad_dtype(t.dtype)
-    if dx.dtype != want:
+    if dx.dtype is not want and dx.dtype != want:
         if prim.strict and not dtypes.is_float(dx.dtype):
             raise GradientError(
                 f"Error in gradient for op {_op_label(n)}. The gradient of input {i} must "
@@ -310,7 +310,7 @@ def _sweep(order, grads, gsrc, src, needs, lead=()):
             dx = r[i]
             if dx is None or not want[i]:
                 continue
-            if type(dx) is not T or dx.dtype != t.dtype or \
+            if type(dx) is not T or (dx.dtype is not t.dtype and dx.dtype != t.dtype) or \
                     dx.shape != (lead + t.shape if lead else t.shape):
                 dx = _fix_grad(dx, t, n, i, lead)
             if dx_hook is not None:
