@@ -7,12 +7,11 @@
 Every public name is snake_case; the TF.js camelCase spelling (``tf.valueAndGrads``,
 ``x.matMul``) resolves to the same object.
 """
-import warnings as _warnings
-
 from . import dtypes
 from .engine import dispose, keep, memory, tidy
 from . import backends
 from .backends import get_backend, set_backend
+from .backends.memory import get_memory_policy, set_memory_policy
 from .errors import (AllocationError, ArgumentError, BackendError, CheckpointError,
                      DisposedError, DistributedError, DtypeError, FlowgradError, GradientError,
                      GraphvizError, JitError, KernelError, MissingDependencyError,
@@ -23,6 +22,7 @@ from .gradients import (GradMap, GradientTape, custom_grad, grad, grads, value_a
                         value_and_grads, variable_grads)
 from .jacobians import hessian, hvp, jacobian, jvp, vjp
 from .jit import jit
+from .vmap import vmap
 from . import debug
 from .debug import disable_debug_mode, enable_debug_mode
 from .debug import profile, time  # noqa: A004 - TF.js's tf.profile and tf.time
@@ -40,10 +40,6 @@ engine = _wrap_engine_module(engine)  # noqa: F811
 
 __version__ = "0.1.0"
 
-# NOTE: NumPy warns on log(0), 0/0... TF.js does not; flowgrad returns the same -Inf/NaN
-# silently (debug tools find where they come from). Only warnings raised by flowgrad's own
-# kernels are silenced; the user's NumPy code keeps its warnings.
-_warnings.filterwarnings("ignore", category=RuntimeWarning, module=r"flowgrad\.")
 
 globals().update(_OPS)
 from .ops import NAMESPACES as _NAMESPACES  # noqa: E402

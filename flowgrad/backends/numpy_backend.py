@@ -5,14 +5,14 @@ import types
 import numpy as np
 
 from ..strings import StringArray
-from .memory import tune_malloc
+from .memory import apply_env
 
 
 def make_numpy_backend():
     """The ``numpy`` module's namespace (array-API names included, NumPy >= 2.1) and the
-    backend's metadata (see backends/__init__.py). Making it tunes malloc so that
-    big temporaries reuse freed memory (see backends/memory.py)."""
-    tune_malloc()
+    backend's metadata (see backends/__init__.py). Making it applies an opt-in memory
+    policy from the environment (FLOWGRAD_MEMORY_POLICY, see backends/memory.py)."""
+    apply_env()
     ns = types.SimpleNamespace(**{k: v for k, v in vars(np).items() if not k.startswith("_")})
     ns.name = "numpy"
     ns.np = np

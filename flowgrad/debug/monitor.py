@@ -501,8 +501,9 @@ class GradientMonitor:
                 counts, _ = np.histogram(f, bins=self.bins, range=rng)
             except ValueError:          # a range too narrow for the bins (subnormals...)
                 counts, rng = np.array([f.size]), (lo, hi)
-            hist = (rng, counts.astype(np.int32), lo, hi, int(f.size), float(f.sum()),
-                    float(np.square(f).sum()))
+            with np.errstate(over="ignore"):      # an exploding gradient: Inf, as TF.js
+                sums = float(f.sum()), float(np.square(f).sum())
+            hist = (rng, counts.astype(np.int32), lo, hi, int(f.size)) + sums
         return vals, hist
 
     def _finish_update(self):
@@ -587,7 +588,10 @@ def _edges(hist):
 
 
 def _norm(a):
-    return float(np.sqrt(np.sum(np.square(a, dtype=np.float64)))) if a.size else 0.0
+    if not a.size:
+        return 0.0
+    with np.errstate(over="ignore"):           # a norm past float64's range is Inf
+        return float(np.sqrt(np.sum(np.square(a, dtype=np.float64))))
 
 
 def _loss_value(loss):
