@@ -24,6 +24,7 @@ import threading
 
 import numpy as np
 
+from . import batching as _batching
 from . import engine as E
 from .errors import ArgumentError, JitError
 from .names import Result
@@ -432,8 +433,10 @@ def jit(fn: Any = None, *, max_traces: int = MAX_TRACES) -> Any:
 
     @functools.wraps(fn)
     def wrapper(*args):
-        if E._tracer is not None or E._tls.s.recording:     # (is_recording, inlined)
-            return fn(*args)           # differentiated, or inside an outer trace: eagerly
+        if E._tracer is not None or E._tls.s.recording or _batching._users:
+            # differentiated (is_recording, inlined), inside an outer trace, or inside
+            # tf.vmap (batched tensors: the trace would see per-example shapes): eagerly
+            return fn(*args)
         if not args:
             prog = programs.get(())
             if prog is not None:
@@ -448,7 +451,7 @@ def jit(fn: Any = None, *, max_traces: int = MAX_TRACES) -> Any:
         key = tuple((a.shape, a.dtype) for a in arrays)
         prog = programs.get(key)
         if prog is not None:
-            return prog(arrays)
+            return prog(arrays) if prog is not _EAGER else fn(*args)
         if not _tracing.acquire(blocking=False):
             return fn(*args)           # another thread is tracing: this call runs eagerly
         try:
@@ -457,11 +460,14 @@ def jit(fn: Any = None, *, max_traces: int = MAX_TRACES) -> Any:
             _tracing.release()
         if len(programs) >= max_traces:
             programs.pop(next(iter(programs)))
-        programs[key] = prog
+        programs[key] = _EAGER if prog is None else prog
         return result
 
     wrapper.traces = programs  # type: ignore[attr-defined]
     return wrapper
+
+
+_EAGER = object()       # a program for these shapes: run fn eagerly (it uses tf.vmap)
 
 
 def _trace(fn, ts):
@@ -479,6 +485,8 @@ def _trace(fn, ts):
         E._tracer = None
         E.run_kernel = tr.plain_run
         E.make_tensor = tr.plain_make
+    if getattr(tr, "untraceable", False):
+        return result, None     # tf.vmap ran inside: its batched kernels bypass the trace
     if len(_VARIABLES) != n_vars:
         raise JitError("tf.jit: the function created or disposed variables while being "
                        "traced; a replay would not: create variables outside the jitted "

@@ -180,6 +180,8 @@ def vmap(f, in_axes=0, out_axes=0):
             raise VmapError("tf.vmap: no argument is batched (in_axes is None for all); "
                             "give at least one batch axis")
         level = next(_levels)
+        if E._tracer is not None:       # inside tf.jit's trace: it cannot replay batched
+            E._tracer.untraceable = True    # kernels, so that function stays eager
         BT.activate()
         try:
             inner = [_enter(leaf, level, axis, size) if axis is not None else leaf
