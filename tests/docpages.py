@@ -103,7 +103,7 @@ class _Script:
         self.lines = []
 
 
-_SCRIPTS = {}       # document -> _Script (the parser's documents live as long as the run)
+_SCRIPTS = {}       # document -> _Script, dropped by run_page when the page ends
 
 
 def run_snippet(example):
