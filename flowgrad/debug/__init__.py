@@ -14,6 +14,7 @@ from .report import report
 from .numerics import (Finding, NumericsError, NumericsWarning, check_numerics,
                        disable_debug_mode, enable_debug_mode)
 from .numerics import _from_environment
+from .per_example import per_example_grad_norms, worst_examples
 
 _from_environment()
 
@@ -25,3 +26,4 @@ __all__ += ["Graph", "GraphNode", "GraphvizError", "KernelInfo", "LeakReport", "
             "LeakTracker", "ProfileInfo", "graph", "profile", "time", "track_leaks"]
 __all__ += ["Flag", "GradientMonitor", "History", "MissingDependencyError", "monitor",
             "plot_grad_flow", "plot_grad_norms", "plot_histograms", "plot_loss", "report"]
+__all__ += ["per_example_grad_norms", "worst_examples"]
