@@ -320,5 +320,8 @@ def w5(reps, steps=10_000):
 
 from .checkpoint import ckpt  # noqa: E402  (save/restore of 100 MB against np.save/np.load)
 
-WORKLOADS.update({"W2": w2, "W3": w3, "W4a": w4a, "W5": w5, "ckpt": ckpt})
-WORKLOADS = {k: WORKLOADS[k] for k in ("W1", "W2", "W3", "W4a", "W4b", "W5", "debug", "ckpt")}
+from .per_example import pex  # noqa: E402  (per-example gradients with tf.vmap)
+
+WORKLOADS.update({"W2": w2, "W3": w3, "W4a": w4a, "W5": w5, "ckpt": ckpt, "pex": pex})
+WORKLOADS = {k: WORKLOADS[k] for k in ("W1", "W2", "W3", "W4a", "W4b", "W5", "debug", "ckpt",
+                                       "pex")}
