@@ -198,7 +198,7 @@ def run_example(code, namespace):
 
 def main(quick=False, out="flowgrad-report", train=True, show_code=True):
     """``flowgrad demo``: (1) the seed tutorials' examples, (2) a training run with its
-    gradient monitor, gradient check and HTML report in ``out``, (3) two bugs caught."""
+    gradient monitor, gradient check and HTML report in ``out``, (3) three bugs caught."""
     print("flowgrad: the automatic differentiation of TensorFlow.js, in Python.\n"
           "1. The examples of the three seed tutorials, run.")
     run(show_code=show_code)
@@ -206,7 +206,7 @@ def main(quick=False, out="flowgrad-report", train=True, show_code=True):
         print("\n2. Training a small network on two spirals, watching its gradients.")
         path = train_run(quick=quick, out=out)
         print(f"\n   The gradient report: {path}")
-    print("\n3. What went wrong: two bugs, caught.")
+    print("\n3. What went wrong: three bugs, caught.")
     what_went_wrong()
     return 0
 
@@ -278,7 +278,8 @@ def train_run(quick=False, out="flowgrad-report", log=print):
 
 def what_went_wrong(log=print):
     """A custom gradient with a wrong factor, named by check_grads; a NaN gradient from the
-    where trap, named by check_numerics."""
+    where trap, named by check_numerics; a poisoned example, named by per-example
+    gradient norms."""
     import warnings
 
     import flowgrad as tf
@@ -297,7 +298,35 @@ def what_went_wrong(log=print):
         with tf.debug.check_numerics(mode="warn") as check:
             tf.grad(lambda x: tf.where(x > 0, x.sqrt(), 0))(tf.tensor([-1.0, 4.0]))
     log("\n".join("   " + line for line in str(check.findings[0]).splitlines()))
-    return report, check.findings
+    worst = poisoned_example(log)
+    return report, check.findings, worst
+
+
+def poisoned_example(log=print):
+    """One example of a batch of 64 has a wild label: per-example gradient norms (tf.vmap)
+    name it by index, where the batch's gradient (one sum) hides it."""
+    import numpy as np
+
+    import flowgrad as tf
+    rng = np.random.default_rng(7)
+    x_np = rng.normal(size=(64, 3)).astype(np.float32)
+    y_np = (x_np @ np.array([[1.0], [-2.0], [0.5]], np.float32)).astype(np.float32)
+    y_np[37] = 1e4
+    w = tf.variable(tf.zeros([3, 1]), name="demo/w")
+    b = tf.variable(tf.zeros([1]), name="demo/b")
+    try:
+        def one_loss(x, y):
+            return x.reshape([1, 3]).mat_mul(w).add(b).sub(y).square().mean()
+        norms = tf.debug.per_example_grad_norms(one_loss, (tf.tensor(x_np), tf.tensor(y_np)),
+                                                [w, b]).numpy()
+        worst = tf.debug.worst_examples(norms, 2)
+        log("   One poisoned example in a batch of 64: tf.debug.per_example_grad_norms")
+        log(f"   (tf.vmap of the gradient) names it: example {worst[0]}, gradient norm "
+            f"{norms[worst[0]]:.3g}; the next largest {norms[worst[1]]:.3g}, the median "
+            f"{float(np.median(norms)):.3g}.")
+        return worst[0]
+    finally:
+        tf.dispose([w, b])
 
 
 def run(show_code=True, out=print):

@@ -29,6 +29,7 @@ def test_demo_quick_runs_everything_and_writes_the_report(capsys, tmp_path):
     # the two bugs, with their culprits and lines in the demo's own code
     assert "the gradient rule of square (kernel CustomGradient)" in out
     assert "The where trap: NaN created in the gradient of sqrt, with respect to x" in out
+    assert "names it: example 37," in out                # the poisoned label, by index
 
 
 def test_demo_without_training(capsys):
