@@ -122,6 +122,11 @@ class GradCheckReport:
 
     __repr__ = __str__
 
+    def _repr_html_(self):
+        """Jupyter's display: passed/FAILED, one table row per input checked, culprits."""
+        from .display import check_html
+        return check_html(self)
+
 
 # ---------------------------------------------------------------- numeric derivatives
 

@@ -233,6 +233,28 @@ class Graph:
     __repr__ = __str__
 
     # ------------------------------------------------------------- pictures
+    def to_svg(self, layout="auto", legend=False):
+        """The graph as an SVG document: Graphviz's layout (``layout="dot"``; "auto" uses it
+        when ``dot`` is installed) or flowgrad's own simple layered one (``"simple"``, no
+        dependency). Jupyter shows it for a graph at the end of a cell (``_repr_svg_``).
+
+        >>> import flowgrad as tf
+        >>> g = tf.debug.graph(lambda x: x.square(), tf.scalar(3.0))
+        >>> svg = g.to_svg(layout="simple")
+        >>> svg.startswith("<svg") and "square (output)" in svg
+        True
+        """
+        if layout not in ("auto", "dot", "simple"):
+            raise ArgumentError(f"to_svg(layout={layout!r}): layout must be 'auto', 'dot' "
+                                f"(Graphviz) or 'simple' (flowgrad's own, no dependency)")
+        if layout == "simple" or (layout == "auto" and shutil.which("dot") is None):
+            from .display import graph_svg
+            return graph_svg(self, _STYLE, _BAD, _NOGRAD)
+        return self._dot("svg", legend).decode("utf-8")
+
+    def _repr_svg_(self):
+        return self.to_svg()
+
     def render(self, path, legend=True):
         """Draw the graph into ``path`` (.svg, .png or .pdf, by its suffix) with Graphviz's
         ``dot``. Returns the path. Raises GraphvizError when ``dot`` is not installed.
@@ -248,19 +270,26 @@ class Graph:
         if fmt not in ("svg", "png", "pdf"):
             raise ArgumentError(f"render({path!r}): the file name must end in .svg, .png or "
                                 f".pdf (the picture's format is chosen by the suffix)")
+        data = self._dot(fmt, legend, what=f"rendering {path!r}")
+        with open(path, "wb") as out:
+            out.write(data)
+        return path
+
+    def _dot(self, fmt, legend, what="drawing the graph"):
+        """The picture in ``fmt`` drawn by Graphviz's ``dot`` (bytes)."""
         dot = shutil.which("dot")
         if dot is None:
             raise GraphvizError(
-                "render() needs Graphviz's `dot` program, which is not installed (not found "
-                "on PATH). Install Graphviz (apt-get install graphviz, brew install "
+                "Drawing with Graphviz needs its `dot` program, which is not installed (not "
+                "found on PATH). Install Graphviz (apt-get install graphviz, brew install "
                 "graphviz, conda install graphviz, or https://graphviz.org/download/), or "
-                "use to_dot() / to_mermaid() and draw the text elsewhere.")
-        proc = subprocess.run([dot, f"-T{fmt}", "-o", path], input=self.to_dot(legend).encode(),
+                "use to_svg(layout='simple'), to_dot() or to_mermaid().")
+        proc = subprocess.run([dot, f"-T{fmt}"], input=self.to_dot(legend).encode(),
                               capture_output=True, timeout=120)
         if proc.returncode != 0:
-            raise GraphvizError(f"dot failed (exit {proc.returncode}) while rendering "
-                                f"{path!r}: {proc.stderr.decode(errors='replace').strip()}")
-        return path
+            raise GraphvizError(f"dot failed (exit {proc.returncode}) while {what}: "
+                                f"{proc.stderr.decode(errors='replace').strip()}")
+        return proc.stdout
 
 
 # ---------------------------------------------------------------- recording

@@ -389,6 +389,12 @@ class GradientMonitor:
         return (f"GradientMonitor({len(self._steps)} steps, {len(self._shapes)} variables, "
                 f"{len(self._flags)} flags)")
 
+    def _repr_html_(self, last=5):
+        """Jupyter's display: the summary table, the ``last`` steps' loss and global
+        gradient norm, and the flags (names escaped)."""
+        from .display import monitor_html
+        return monitor_html(self, last)
+
     def __getattr__(self, name):
         snake = camel_to_snake(name)
         if snake != name:

@@ -17,11 +17,23 @@ from . import leaks, sites
 
 class ProfileInfo(Result):
     """``tf.profile``'s answer: attributes, ``info["new_bytes"]``, camelCase keys
-    (``info.newBytes``), and ``await info`` (it is its own result)."""
+    (``info.newBytes``), and ``await info`` (it is its own result). Printed, a table of
+    its kernels by name (calls, time, bytes added, output shapes); in Jupyter, the same
+    table in HTML."""
 
     def __await__(self):
         return self
         yield  # noqa: unreachable - makes this a generator
+
+    def __str__(self):
+        from .display import profile_text
+        return profile_text(self)
+
+    __repr__ = __str__
+
+    def _repr_html_(self):
+        from .display import profile_html
+        return profile_html(self)
 
 
 class KernelInfo(Result):
@@ -32,6 +44,12 @@ class KernelInfo(Result):
 
 class TimingInfo(ProfileInfo):
     """``tf.time``'s answer: kernel_ms (time inside kernels) and wall_ms (all of f)."""
+
+    def __str__(self):
+        return f"TimingInfo(kernel_ms={self.kernel_ms:.3f}, wall_ms={self.wall_ms:.3f})"
+
+    __repr__ = __str__
+    _repr_html_ = None          # (Jupyter: no HTML form, the repr is enough)
 
 
 _active = []            # open profiles (innermost last); each gets every kernel

@@ -4,9 +4,11 @@ global gradient norm of the last update.
     for step in tf.train.progress(range(1000), opt):
         opt.minimize(loss)
 
-The bar shows only in a terminal: it is off when its stream is not a TTY (pipes, CI logs,
-notebooks' captured output) and under pytest; ``FLOWGRAD_PROGRESS=1`` / ``=0`` or
-``enable=`` decide instead. Under ``tf.distributed`` only rank 0 shows one, whatever they say. Off, it is the bare loop: nothing is attached, nothing measured.
+The bar is ``tqdm.auto``'s: a widget in Jupyter (a text bar there without ipywidgets), text
+in a terminal. It shows in a terminal and in a Jupyter kernel; it is off when its stream
+is not a TTY (pipes, CI logs) and under pytest; ``FLOWGRAD_PROGRESS=1`` / ``=0`` or
+``enable=`` decide instead. Under ``tf.distributed`` only rank 0 shows one, whatever they
+say. Off, it is the bare loop: nothing is attached, nothing measured.
 On, it puts a small observer in front of ``opt.monitor`` (a GradientMonitor already there
 keeps receiving every update) and restores the previous monitor when the loop ends.
 """
@@ -76,7 +78,7 @@ class Progress:
             yield from self.iterable
             return
         try:
-            from tqdm import tqdm
+            from tqdm.auto import tqdm     # Jupyter: a widget; elsewhere tqdm's text bar
         except ImportError:
             raise ImportError("progress bars need tqdm: pip install tqdm") from None
         observer = None
@@ -105,9 +107,10 @@ def progress(iterable, optimizer=None, monitor=None, enable=None, file=None, des
     """Iterate over ``iterable`` with a tqdm bar showing the last update's loss and global
     gradient norm: of ``optimizer``'s updates (``minimize`` / ``apply_gradients``), or of
     what a ``tf.debug.GradientMonitor`` given as ``monitor`` recorded. ``enable`` (default:
-    the stream is a terminal and pytest is not running; ``FLOWGRAD_PROGRESS=1``/``0``
-    overrides) turns the bar on or off; ``file`` is its stream (default stderr); other
-    keyword arguments go to tqdm.
+    the stream is a terminal or this is a Jupyter kernel, and pytest is not running;
+    ``FLOWGRAD_PROGRESS=1``/``0`` overrides) turns the bar on or off; ``file`` is its stream
+    (default stderr); other keyword arguments go to tqdm (``tqdm.auto``: a widget in
+    Jupyter).
 
     >>> import flowgrad as tf
     >>> w = tf.variable(tf.scalar(2.0), name="w_progress_doc")
@@ -127,10 +130,23 @@ def _enabled(file):
         return forced.strip().lower() not in ("0", "false", "no", "off")
     if "PYTEST_CURRENT_TEST" in os.environ:
         return False
+    if _in_jupyter_kernel():
+        return True                 # its stderr is no TTY, but tqdm.auto draws a widget
     try:
         return bool(file.isatty())
     except (AttributeError, ValueError):
         return False
+
+
+def _in_jupyter_kernel():
+    # IPython imported and running a kernel (a terminal IPython has no .kernel); never
+    # imports IPython itself
+    ipython = sys.modules.get("IPython")
+    try:
+        shell = ipython.get_ipython() if ipython is not None else None
+    except Exception:       # a half-initialised or stub IPython: no notebook
+        return False
+    return getattr(shell, "kernel", None) is not None
 
 
 def _postfix(source):
