@@ -134,3 +134,26 @@ def test_numerics_warnings_point_at_the_users_line_forward_and_backward():
     got = _warned_at(backward)
     assert got and all(w == (HERE, line, "NumericsWarning") for w in got), got
     x.dispose()
+
+
+def test_the_skipped_step_warning_points_at_the_minimize_line():
+    import inspect
+    import warnings
+    w = tf.variable(tf.tensor([1.0]), name="w_skip_line")
+    opt = tf.train.sgd(0.1)
+    try:
+        def step():
+            opt.minimize(lambda: w.sub(1).log().sum(), skip_nonfinite=True)   # log(0): -inf
+        def apply():
+            opt.apply_gradients({"w_skip_line": tf.tensor([float("nan")])}, skip_nonfinite=True)
+        for fn in (step, apply):
+            with warnings.catch_warnings(record=True) as seen:
+                warnings.simplefilter("always")
+                fn()
+            got = [(os.path.basename(x.filename), x.lineno) for x in seen
+                   if x.category.__name__ == "NonFiniteGradientWarning"]
+            assert got == [(HERE, inspect.getsourcelines(fn)[1] + 1)], got
+        np.testing.assert_array_equal(w.numpy(), [1.0])          # both steps skipped
+    finally:
+        w.dispose()
+        opt.dispose()

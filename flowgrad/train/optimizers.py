@@ -11,7 +11,6 @@ nothing (update.py): an error or Ctrl-C in ``minimize`` changes no variable, slo
 from __future__ import annotations
 
 import math
-import warnings
 from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
 
 from .. import engine as E
@@ -251,7 +250,8 @@ class Optimizer:
         rule = _FUSED.get(type(self))
         skipped = E.tidy(lambda: update.step(self, pairs, skip_nonfinite, loss, rule))
         if skipped:
-            warnings.warn(skipped, NonFiniteGradientWarning, stacklevel=3)
+            from ..debug import sites       # (the user's minimize line, at any depth)
+            sites.warn(skipped, NonFiniteGradientWarning)
             return False
         return True
 
