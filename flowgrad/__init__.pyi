@@ -51,6 +51,7 @@ from .errors import VariableError as VariableError
 from . import args as args
 from ._engine_api import backend as backend
 from . import backends as backends
+from . import batching as batching
 from .train.clipping import clip_by_global_norm as clip_by_global_norm
 from .train.clipping import clip_by_norm as clip_by_norm
 from .gradients import custom_grad as custom_grad
@@ -96,6 +97,7 @@ from .gradients import value_and_grads as value_and_grads
 from .tensor import variable as variable
 from .gradients import variable_grads as variable_grads
 from .jacobians import vjp as vjp
+from .vmap import vmap as vmap
 
 __version__: str
 bool_: _DType
@@ -235,7 +237,7 @@ class _LossesNamespace:
         Tensor
             2"""
     @staticmethod
-    def cosine_distance(labels: TensorLike, predictions: TensorLike, axis, weights: TensorLike | None = None, reduction=...) -> Tensor:
+    def cosine_distance(labels: TensorLike, predictions: TensorLike, axis, weights: TensorLike | None = None, reduction=..., *, dim: Any | None = None) -> Tensor:
         """1 - sum(labels·predictions) along ``axis`` (kept, with length 1): the cosine
         distance of unit vectors. As in TF.js the inputs are not normalized: give unit vectors.
 
@@ -342,7 +344,7 @@ def add_n(tensors: Sequence[TensorLike]) -> Tensor:
     Tensor
         [9, 12]"""
 
-def all(x: TensorLike, axis=None, keep_dims: bool = False) -> Tensor:
+def all(x: TensorLike, axis=None, keep_dims: bool = False, *, dim: Any | None = None, keepdims: bool | None = None, keepdim: bool | None = None) -> Tensor:
     """True where every value along ``axis`` is true (non-zero).
 
     >>> import flowgrad as tf
@@ -350,7 +352,7 @@ def all(x: TensorLike, axis=None, keep_dims: bool = False) -> Tensor:
     Tensor
         false"""
 
-def any(x: TensorLike, axis=None, keep_dims: bool = False) -> Tensor:
+def any(x: TensorLike, axis=None, keep_dims: bool = False, *, dim: Any | None = None, keepdims: bool | None = None, keepdim: bool | None = None) -> Tensor:
     """True where some value along ``axis`` is true (non-zero).
 
     >>> import flowgrad as tf
@@ -358,7 +360,7 @@ def any(x: TensorLike, axis=None, keep_dims: bool = False) -> Tensor:
     Tensor
         true"""
 
-def arg_max(x: TensorLike, axis=0) -> Tensor:
+def arg_max(x: TensorLike, axis=0, *, dim: Any | None = None) -> Tensor:
     """Index of the largest value along ``axis`` (0 by default, as TF.js), as int32.
 
     >>> import flowgrad as tf
@@ -366,7 +368,7 @@ def arg_max(x: TensorLike, axis=0) -> Tensor:
     Tensor
         1"""
 
-def arg_min(x: TensorLike, axis=0) -> Tensor:
+def arg_min(x: TensorLike, axis=0, *, dim: Any | None = None) -> Tensor:
     """Index of the smallest value along ``axis`` (0 by default), as int32.
 
     >>> import flowgrad as tf
@@ -569,7 +571,7 @@ def clone(x: TensorLike) -> Tensor:
     Tensor
         [1, 2]"""
 
-def concat(tensors: Sequence[TensorLike], axis=0) -> Tensor:
+def concat(tensors: Sequence[TensorLike], axis=0, *, dim: Any | None = None) -> Tensor:
     """Tensors joined along an existing axis.
 
     >>> import flowgrad as tf
@@ -652,7 +654,7 @@ def cosh(x: TensorLike) -> Tensor:
     Tensor
         [1]"""
 
-def cumprod(x: TensorLike, axis=0, exclusive: bool = False, reverse: bool = False) -> Tensor:
+def cumprod(x: TensorLike, axis=0, exclusive: bool = False, reverse: bool = False, *, dim: Any | None = None) -> Tensor:
     """The cumulative product along ``axis``; ``exclusive`` and ``reverse`` as in cumsum.
     Its gradient is exact with zeros and differentiable again (TF.js has none).
 
@@ -664,7 +666,7 @@ def cumprod(x: TensorLike, axis=0, exclusive: bool = False, reverse: bool = Fals
     Tensor
         [1, 8, 0]"""
 
-def cumsum(x: TensorLike, axis=0, exclusive: bool = False, reverse: bool = False) -> Tensor:
+def cumsum(x: TensorLike, axis=0, exclusive: bool = False, reverse: bool = False, *, dim: Any | None = None) -> Tensor:
     """The cumulative sum along ``axis`` (any axis, negative ones too). ``exclusive``:
     each entry leaves itself out (the first is 0); ``reverse``: sums run from the end.
 
@@ -826,7 +828,7 @@ def erf(x: TensorLike) -> Tensor:
     Tensor
         [0]"""
 
-def euclidean_norm(x: TensorLike, axis=None, keep_dims: bool = False) -> Tensor:
+def euclidean_norm(x: TensorLike, axis=None, keep_dims: bool = False, *, dim: Any | None = None, keepdims: bool | None = None, keepdim: bool | None = None) -> Tensor:
     """The Euclidean norm: of all entries (axis None), of vectors along one axis, or the
     Frobenius norm of matrices over two axes. ``norm(x, 'euclidean', axis, keep_dims)``.
 
@@ -843,7 +845,7 @@ def exp(x: TensorLike) -> Tensor:
     Tensor
         [1, 0.3678794]"""
 
-def expand_dims(x: TensorLike, axis=0) -> Tensor:
+def expand_dims(x: TensorLike, axis=0, *, dim: Any | None = None) -> Tensor:
     """x with a new axis of length 1 inserted at ``axis``.
 
     >>> import flowgrad as tf
@@ -919,7 +921,7 @@ def from_numpy(array: TensorLike) -> Tensor:
     >>> tf.from_numpy(np.arange(3.0)).dtype
     'float64'"""
 
-def gather(x: TensorLike, indices: TensorLike, axis=0, batch_dims=0) -> Tensor:
+def gather(x: TensorLike, indices: TensorLike, axis=0, batch_dims=0, *, dim: Any | None = None) -> Tensor:
     """Entries of x picked along ``axis`` by int32 ``indices`` (any shape).
 
     With ``batch_dims`` b, the first b axes of x and indices are batch axes: batch element
@@ -1056,7 +1058,7 @@ def log_sigmoid(x: TensorLike) -> Tensor:
     Tensor
         [-0.6931472]"""
 
-def log_softmax(logits: TensorLike, axis=-1) -> Tensor:
+def log_softmax(logits: TensorLike, axis=-1, *, dim: Any | None = None) -> Tensor:
     """log(softmax(x)) along ``axis``, computed stably.
 
     >>> import flowgrad as tf
@@ -1064,7 +1066,7 @@ def log_softmax(logits: TensorLike, axis=-1) -> Tensor:
     Tensor
         [-0.6931472, -0.6931472]"""
 
-def log_sum_exp(x: TensorLike, axis=None, keep_dims: bool = False) -> Tensor:
+def log_sum_exp(x: TensorLike, axis=None, keep_dims: bool = False, *, dim: Any | None = None, keepdims: bool | None = None, keepdim: bool | None = None) -> Tensor:
     """log(sum(exp(x))) over ``axis``, without overflow.
 
     >>> import flowgrad as tf
@@ -1122,7 +1124,7 @@ def mat_mul(a: TensorLike, b: TensorLike, transpose_a: bool = False, transpose_b
         [[17],
          [39]]"""
 
-def max(x: TensorLike, axis=None, keep_dims: bool = False) -> Tensor:
+def max(x: TensorLike, axis=None, keep_dims: bool = False, *, dim: Any | None = None, keepdims: bool | None = None, keepdim: bool | None = None) -> Tensor:
     """The maximum over ``axis``. [conv] ties all receive the gradient.
 
     >>> import flowgrad as tf
@@ -1161,7 +1163,7 @@ def maximum(a: TensorLike, b: TensorLike) -> Tensor:
     Tensor
         [3, 5]"""
 
-def mean(x: TensorLike, axis=None, keep_dims: bool = False) -> Tensor:
+def mean(x: TensorLike, axis=None, keep_dims: bool = False, *, dim: Any | None = None, keepdims: bool | None = None, keepdim: bool | None = None) -> Tensor:
     """The mean over ``axis`` (float32 for int32 and bool inputs).
 
     >>> import flowgrad as tf
@@ -1185,7 +1187,7 @@ def meshgrid(x: TensorLike | None = None, y: TensorLike | None = None, indexing=
         [[4, 4, 4],
          [5, 5, 5]]"""
 
-def min(x: TensorLike, axis=None, keep_dims: bool = False) -> Tensor:
+def min(x: TensorLike, axis=None, keep_dims: bool = False, *, dim: Any | None = None, keepdims: bool | None = None, keepdim: bool | None = None) -> Tensor:
     """The minimum over ``axis``. [conv] ties all receive the gradient.
 
     >>> import flowgrad as tf
@@ -1223,7 +1225,7 @@ def mod(a: TensorLike, b: TensorLike) -> Tensor:
     Tensor
         [1, -1]"""
 
-def moments(x: TensorLike, axis=None, keep_dims: bool = False) -> _MomentsResult:
+def moments(x: TensorLike, axis=None, keep_dims: bool = False, *, dim: Any | None = None, keepdims: bool | None = None, keepdim: bool | None = None) -> _MomentsResult:
     """The mean and the (population) variance over ``axis`` (all axes when None), as
     ``(mean, variance)`` (also ``r.mean``, ``r["variance"]``, as TF.js's object).
 
@@ -1265,7 +1267,7 @@ def neg(x: TensorLike) -> Tensor:
 async def next_frame() -> None:
     """Yield once to the asyncio event loop (TF.js ``tf.nextFrame()``)."""
 
-def norm(x: TensorLike, ord='euclidean', axis=None, keep_dims: bool = False) -> Tensor:
+def norm(x: TensorLike, ord='euclidean', axis=None, keep_dims: bool = False, *, dim: Any | None = None, keepdims: bool | None = None, keepdim: bool | None = None) -> Tensor:
     """Vector norms (ord 1, 2/'euclidean', inf, -inf, or any p > 0) over one axis or all,
     and matrix norms ('fro', 'euclidean', 1, inf) over two axes.
 
@@ -1363,7 +1365,7 @@ def print(x, verbose: bool = False) -> None:
     Tensor
         [1, 2]"""
 
-def prod(x: TensorLike, axis=None, keep_dims: bool = False) -> Tensor:
+def prod(x: TensorLike, axis=None, keep_dims: bool = False, *, dim: Any | None = None, keepdims: bool | None = None, keepdim: bool | None = None) -> Tensor:
     """The product over ``axis``. The gradient is exact with zeros ([2, 0, 3] -> [0, 6, 0])
     and differentiable again.
 
@@ -1426,7 +1428,7 @@ def reshape(x: TensorLike, shape) -> Tensor:
     >>> tf.reshape(tf.tensor([1, 2, 3, 4]), [2, -1]).shape
     (2, 2)"""
 
-def reverse(x: TensorLike, axis=None) -> Tensor:
+def reverse(x: TensorLike, axis=None, *, dim: Any | None = None) -> Tensor:
     """x with the order of entries reversed along ``axis`` (all axes when None).
 
     >>> import flowgrad as tf
@@ -1538,7 +1540,7 @@ def slice(x: TensorLike, begin, size=None) -> Tensor:
     Tensor
         [2, 3]"""
 
-def softmax(logits: TensorLike, dim=-1) -> Tensor:
+def softmax(logits: TensorLike, dim=-1, *, axis: Any | None = None) -> Tensor:
     """exp(x) / sum(exp(x)) along ``dim`` (the last axis by default), without overflow.
 
     >>> import flowgrad as tf
@@ -1576,7 +1578,7 @@ def space_to_depth(x: TensorLike, block_size, data_format='NHWC') -> Tensor:
     Tensor
         [1, 2, 3, 4]"""
 
-def split(x: TensorLike, num_or_size_splits, axis=0) -> list[Tensor]:
+def split(x: TensorLike, num_or_size_splits, axis=0, *, dim: Any | None = None) -> list[Tensor]:
     """x cut along ``axis`` into equal parts (an int) or parts of the given sizes (one size
     may be -1). Returns a list of tensors.
 
@@ -1608,14 +1610,14 @@ def squared_difference(a: TensorLike, b: TensorLike) -> Tensor:
     Tensor
         [4, 4]"""
 
-def squeeze(x: TensorLike, axis=None) -> Tensor:
+def squeeze(x: TensorLike, axis=None, *, dim: Any | None = None) -> Tensor:
     """x without its axes of length 1 (all of them, or those listed).
 
     >>> import flowgrad as tf
     >>> tf.squeeze(tf.zeros([1, 3, 1])).shape
     (3,)"""
 
-def stack(tensors: Sequence[TensorLike], axis=0) -> Tensor:
+def stack(tensors: Sequence[TensorLike], axis=0, *, dim: Any | None = None) -> Tensor:
     """Tensors of one shape joined along a new axis.
 
     >>> import flowgrad as tf
@@ -1662,7 +1664,7 @@ def sub(a: TensorLike, b: TensorLike) -> Tensor:
     Tensor
         [0, 1]"""
 
-def sum(x: TensorLike, axis=None, keep_dims: bool = False) -> Tensor:
+def sum(x: TensorLike, axis=None, keep_dims: bool = False, *, dim: Any | None = None, keepdims: bool | None = None, keepdim: bool | None = None) -> Tensor:
     """The sum over ``axis`` (all axes when None). int32 and bool inputs sum to int32.
 
     >>> import flowgrad as tf
@@ -1841,7 +1843,7 @@ def unsorted_segment_sum(x: TensorLike, segment_ids: TensorLike, num_segments) -
     Tensor
         [4, 2]"""
 
-def unstack(x: TensorLike, axis=0) -> list[Tensor]:
+def unstack(x: TensorLike, axis=0, *, dim: Any | None = None) -> list[Tensor]:
     """The slices of x along ``axis``, as a list of tensors of rank one less.
 
     >>> import flowgrad as tf

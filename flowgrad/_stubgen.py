@@ -379,6 +379,17 @@ def render_function(name: str, fn: Callable[..., Any], indent: str = "",
                     i + 1 == len(sig.parameters) or list(sig.parameters.values())[i + 1].kind
                     != kinds.POSITIONAL_ONLY):
                 parts.append("/")
+        # NumPy/PyTorch spellings the op also takes (keepdims, dim...): keyword-only
+        aliases = getattr(fn, "keyword_aliases", None) or {}
+        if aliases and not any(x.startswith("**") for x in parts):
+            if not star_done:
+                parts.append("*")
+            for alias, canon in aliases.items():
+                p = sig.parameters.get(canon)
+                ann = _annotation(fn, canon) if p is not None else None
+                if ann is None and p is not None and isinstance(p.default, bool):
+                    ann = "bool"
+                parts.append(f"{alias}: {ann or 'Any'} | None = None")
     elif method:
         parts = ["self", "*args: Any", "**kwargs: Any"]
     else:

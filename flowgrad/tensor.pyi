@@ -232,28 +232,28 @@ class Tensor:
         >>> tf.add(tf.tensor([1, 2]), 10).print()
         Tensor
             [11, 12]"""
-    def all(self, axis=None, keep_dims: bool = False) -> Tensor:
+    def all(self, axis=None, keep_dims: bool = False, *, dim: Any | None = None, keepdims: bool | None = None, keepdim: bool | None = None) -> Tensor:
         """True where every value along ``axis`` is true (non-zero).
 
         >>> import flowgrad as tf
         >>> tf.all(tf.tensor([True, False])).print()
         Tensor
             false"""
-    def any(self, axis=None, keep_dims: bool = False) -> Tensor:
+    def any(self, axis=None, keep_dims: bool = False, *, dim: Any | None = None, keepdims: bool | None = None, keepdim: bool | None = None) -> Tensor:
         """True where some value along ``axis`` is true (non-zero).
 
         >>> import flowgrad as tf
         >>> tf.any(tf.tensor([True, False])).print()
         Tensor
             true"""
-    def arg_max(self, axis=0) -> Tensor:
+    def arg_max(self, axis=0, *, dim: Any | None = None) -> Tensor:
         """Index of the largest value along ``axis`` (0 by default, as TF.js), as int32.
 
         >>> import flowgrad as tf
         >>> tf.arg_max(tf.tensor([1, 9, 3])).print()
         Tensor
             1"""
-    def arg_min(self, axis=0) -> Tensor:
+    def arg_min(self, axis=0, *, dim: Any | None = None) -> Tensor:
         """Index of the smallest value along ``axis`` (0 by default), as int32.
 
         >>> import flowgrad as tf
@@ -483,7 +483,7 @@ class Tensor:
         >>> tf.cosh(tf.tensor([0])).print()
         Tensor
             [1]"""
-    def cumprod(self, axis=0, exclusive: bool = False, reverse: bool = False) -> Tensor:
+    def cumprod(self, axis=0, exclusive: bool = False, reverse: bool = False, *, dim: Any | None = None) -> Tensor:
         """The cumulative product along ``axis``; ``exclusive`` and ``reverse`` as in cumsum.
         Its gradient is exact with zeros and differentiable again (TF.js has none).
 
@@ -494,7 +494,7 @@ class Tensor:
         >>> tf.grad(lambda x: tf.cumprod(x).sum())(tf.tensor([2, 0, 3])).print()
         Tensor
             [1, 8, 0]"""
-    def cumsum(self, axis=0, exclusive: bool = False, reverse: bool = False) -> Tensor:
+    def cumsum(self, axis=0, exclusive: bool = False, reverse: bool = False, *, dim: Any | None = None) -> Tensor:
         """The cumulative sum along ``axis`` (any axis, negative ones too). ``exclusive``:
         each entry leaves itself out (the first is 0); ``reverse``: sums run from the end.
 
@@ -622,7 +622,7 @@ class Tensor:
         >>> tf.erf(tf.tensor([0])).print()
         Tensor
             [0]"""
-    def euclidean_norm(self, axis=None, keep_dims: bool = False) -> Tensor:
+    def euclidean_norm(self, axis=None, keep_dims: bool = False, *, dim: Any | None = None, keepdims: bool | None = None, keepdim: bool | None = None) -> Tensor:
         """The Euclidean norm: of all entries (axis None), of vectors along one axis, or the
         Frobenius norm of matrices over two axes. ``norm(x, 'euclidean', axis, keep_dims)``.
 
@@ -637,7 +637,7 @@ class Tensor:
         >>> tf.exp(tf.tensor([0, -1])).print()
         Tensor
             [1, 0.3678794]"""
-    def expand_dims(self, axis=0) -> Tensor:
+    def expand_dims(self, axis=0, *, dim: Any | None = None) -> Tensor:
         """x with a new axis of length 1 inserted at ``axis``.
 
         >>> import flowgrad as tf
@@ -670,7 +670,7 @@ class Tensor:
         >>> tf.floor_div(tf.tensor([7, -7]), 2).print()
         Tensor
             [3, -4]"""
-    def gather(self, indices: TensorLike, axis=0, batch_dims=0) -> Tensor:
+    def gather(self, indices: TensorLike, axis=0, batch_dims=0, *, dim: Any | None = None) -> Tensor:
         """Entries of x picked along ``axis`` by int32 ``indices`` (any shape).
 
         With ``batch_dims`` b, the first b axes of x and indices are batch axes: batch element
@@ -796,14 +796,14 @@ class Tensor:
         >>> tf.log_sigmoid(tf.tensor([0])).print()
         Tensor
             [-0.6931472]"""
-    def log_softmax(self, axis=-1) -> Tensor:
+    def log_softmax(self, axis=-1, *, dim: Any | None = None) -> Tensor:
         """log(softmax(x)) along ``axis``, computed stably.
 
         >>> import flowgrad as tf
         >>> tf.log_softmax(tf.tensor([0, 0])).print()
         Tensor
             [-0.6931472, -0.6931472]"""
-    def log_sum_exp(self, axis=None, keep_dims: bool = False) -> Tensor:
+    def log_sum_exp(self, axis=None, keep_dims: bool = False, *, dim: Any | None = None, keepdims: bool | None = None, keepdim: bool | None = None) -> Tensor:
         """log(sum(exp(x))) over ``axis``, without overflow.
 
         >>> import flowgrad as tf
@@ -846,7 +846,7 @@ class Tensor:
         Tensor
             [[17],
              [39]]"""
-    def max(self, axis=None, keep_dims: bool = False) -> Tensor:
+    def max(self, axis=None, keep_dims: bool = False, *, dim: Any | None = None, keepdims: bool | None = None, keepdim: bool | None = None) -> Tensor:
         """The maximum over ``axis``. [conv] ties all receive the gradient.
 
         >>> import flowgrad as tf
@@ -881,14 +881,14 @@ class Tensor:
         >>> tf.maximum(tf.tensor([1, 5]), 3).print()
         Tensor
             [3, 5]"""
-    def mean(self, axis=None, keep_dims: bool = False) -> Tensor:
+    def mean(self, axis=None, keep_dims: bool = False, *, dim: Any | None = None, keepdims: bool | None = None, keepdim: bool | None = None) -> Tensor:
         """The mean over ``axis`` (float32 for int32 and bool inputs).
 
         >>> import flowgrad as tf
         >>> tf.mean(tf.tensor([1, 2, 3, 4])).print()
         Tensor
             2.5"""
-    def min(self, axis=None, keep_dims: bool = False) -> Tensor:
+    def min(self, axis=None, keep_dims: bool = False, *, dim: Any | None = None, keepdims: bool | None = None, keepdim: bool | None = None) -> Tensor:
         """The minimum over ``axis``. [conv] ties all receive the gradient.
 
         >>> import flowgrad as tf
@@ -936,7 +936,7 @@ class Tensor:
         >>> tf.neg(tf.tensor([1, -2])).print()
         Tensor
             [-1, 2]"""
-    def norm(self, ord='euclidean', axis=None, keep_dims: bool = False) -> Tensor:
+    def norm(self, ord='euclidean', axis=None, keep_dims: bool = False, *, dim: Any | None = None, keepdims: bool | None = None, keepdim: bool | None = None) -> Tensor:
         """Vector norms (ord 1, 2/'euclidean', inf, -inf, or any p > 0) over one axis or all,
         and matrix norms ('fro', 'euclidean', 1, inf) over two axes.
 
@@ -1022,7 +1022,7 @@ class Tensor:
         >>> tf.tensor([1, 2, 3]).print()
         Tensor
             [1, 2, 3]"""
-    def prod(self, axis=None, keep_dims: bool = False) -> Tensor:
+    def prod(self, axis=None, keep_dims: bool = False, *, dim: Any | None = None, keepdims: bool | None = None, keepdim: bool | None = None) -> Tensor:
         """The product over ``axis``. The gradient is exact with zeros ([2, 0, 3] -> [0, 6, 0])
         and differentiable again.
 
@@ -1095,7 +1095,7 @@ class Tensor:
         >>> tf.image.resize_nearest_neighbor(img, [1, 4]).reshape([4]).print()
         Tensor
             [1, 1, 2, 2]"""
-    def reverse(self, axis=None) -> Tensor:
+    def reverse(self, axis=None, *, dim: Any | None = None) -> Tensor:
         """x with the order of entries reversed along ``axis`` (all axes when None).
 
         >>> import flowgrad as tf
@@ -1172,7 +1172,7 @@ class Tensor:
         >>> tf.slice(tf.tensor([1, 2, 3, 4]), [1], [2]).print()
         Tensor
             [2, 3]"""
-    def softmax(self, dim=-1) -> Tensor:
+    def softmax(self, dim=-1, *, axis: Any | None = None) -> Tensor:
         """exp(x) / sum(exp(x)) along ``dim`` (the last axis by default), without overflow.
 
         >>> import flowgrad as tf
@@ -1206,7 +1206,7 @@ class Tensor:
         >>> tf.space_to_depth(x, 2).reshape([4]).print()
         Tensor
             [1, 2, 3, 4]"""
-    def split(self, num_or_size_splits, axis=0) -> list[Tensor]:
+    def split(self, num_or_size_splits, axis=0, *, dim: Any | None = None) -> list[Tensor]:
         """x cut along ``axis`` into equal parts (an int) or parts of the given sizes (one size
         may be -1). Returns a list of tensors.
 
@@ -1234,7 +1234,7 @@ class Tensor:
         >>> tf.squared_difference(tf.tensor([1, 5]), 3).print()
         Tensor
             [4, 4]"""
-    def squeeze(self, axis=None) -> Tensor:
+    def squeeze(self, axis=None, *, dim: Any | None = None) -> Tensor:
         """x without its axes of length 1 (all of them, or those listed).
 
         >>> import flowgrad as tf
@@ -1276,7 +1276,7 @@ class Tensor:
         >>> tf.sub(tf.tensor([1, 2]), 1).print()
         Tensor
             [0, 1]"""
-    def sum(self, axis=None, keep_dims: bool = False) -> Tensor:
+    def sum(self, axis=None, keep_dims: bool = False, *, dim: Any | None = None, keepdims: bool | None = None, keepdim: bool | None = None) -> Tensor:
         """The sum over ``axis`` (all axes when None). int32 and bool inputs sum to int32.
 
         >>> import flowgrad as tf
@@ -1382,7 +1382,7 @@ class Tensor:
         >>> tf.unsorted_segment_sum(tf.tensor([1, 2, 3]), ids, 2).print()
         Tensor
             [4, 2]"""
-    def unstack(self, axis=0) -> list[Tensor]:
+    def unstack(self, axis=0, *, dim: Any | None = None) -> list[Tensor]:
         """The slices of x along ``axis``, as a list of tensors of rank one less.
 
         >>> import flowgrad as tf

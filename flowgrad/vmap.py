@@ -6,8 +6,11 @@ example's; every kernel runs once on the whole batch through its batching rule
 whose gradient rules are each other, so vmap composes with grad, jacobian, custom_grad and
 itself in any order, to any order of derivatives.
 """
+from __future__ import annotations
+
 import functools
 import itertools
+from typing import Any, Callable
 
 import numpy as np
 
@@ -128,7 +131,7 @@ def _check_axis(a, where):
 
 # ---------------------------------------------------------------- vmap
 
-def vmap(f, in_axes=0, out_axes=0):
+def vmap(f: Callable[..., Any], in_axes: Any = 0, out_axes: Any = 0) -> Callable[..., Any]:
     """Vectorise ``f`` over a batch axis: ``vmap(f)(xs)`` stacks ``f(x)`` for each ``x`` of
     ``xs`` along axis 0, computed at once (each kernel runs on the whole batch).
 
