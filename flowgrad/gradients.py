@@ -459,7 +459,8 @@ def custom_grad(f: Callable[..., Any]) -> Callable[..., Tensor]:
         # "forward" lets gradient checks compare grad_func with differences of f
         E.record(_CUSTOM, xs, y, {"grad_func": grad_func, "saved": saved, "name": name,
                                   "arity": _arity(grad_func),
-                                  "forward": lambda *ts: _parse_custom(f(*ts, _no_save))[0]})
+                                  "forward": lambda *ts: _parse_custom(
+                                      _call(f, arity, (*ts, _no_save), "custom_grad(f)"))[0]})
         return y
 
     op.__name__ = op.__qualname__ = name

@@ -142,7 +142,11 @@ class _Program:
         self.source = self.namespace["__source__"]      # the replay, as Python code
 
     def __call__(self, arrays):
-        outs = self.fn(arrays)
+        q = E.fpe_quiet()           # (kernels return -Inf/NaN silently, as in eager runs)
+        try:
+            outs = self.fn(arrays)
+        finally:
+            E.fpe_restore(q)
         if not outs and self.template[0] == "X":
             return self.template[1]          # a step run for its side effects
         leaves = []

@@ -461,7 +461,8 @@ def to_array(values, dtype=None, where="tensor"):
     if arr.dtype != target:
         if target == np.int32 and arr.dtype.kind == "f":
             arr = np.trunc(arr)
-        arr = arr.astype(target)
+        with np.errstate(invalid="ignore"):     # NaN -> int32, as TF.js: no warning
+            arr = arr.astype(target)
     return arr
 
 

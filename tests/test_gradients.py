@@ -401,3 +401,13 @@ def test_bad_tensorlike_message():
     with pytest.raises(ArgumentError, match="Argument 'x' passed to 'sqrt' must be a Tensor or "
                                             "TensorLike, but got 'str'"):
         tf.sqrt("nine")
+
+
+def test_check_custom_grad_of_a_function_without_save():
+    """custom_grad's f may leave out ``save``; the gradient check re-runs f the same way."""
+    op = tf.custom_grad(lambda x: (x.square(), lambda dy: dy * x * 2))
+    assert tf.debug.check_custom_grad(op, tf.tensor([1.0, 2.0])).passed
+    wrong = tf.custom_grad(lambda x: (x.square(), lambda dy: dy * x * 3))
+    report = tf.debug.check_grads(lambda x: wrong(x).sum(), tf.tensor([1.0, 2.0]),
+                                  raise_on_fail=False)
+    assert not report.passed and "custom_grad" in str(report)     # the culprit, named

@@ -229,10 +229,13 @@ def _zero_where_bad(n, gs, dx):
     g = gs[0]
     if g is None or g.shape[-len(dx.shape) or None:] != dx.shape:
         return False
+    q = E.fpe_quiet()
     try:
         y = n.prim.fwd(E.B, *[x._data for x in n.inputs], **(n.attrs or {}))
     except Exception:
         return False
+    finally:
+        E.fpe_restore(q)
     y = np.asarray(E.to_host(y[0] if isinstance(y, tuple) else y))
     bad = ~np.isfinite(np.asarray(E.to_host(dx._data)))
     if y.shape != bad.shape:
