@@ -508,6 +508,21 @@ def _namespace_class(name: str, functions: dict[str, Any]) -> str:
     return f"class {cls}:\n    \"\"\"``tf.{name}``.\"\"\"\n" + "".join(body) + "\n"
 
 
+_FRESH: set[str] = set()
+
+
+def _fresh_names() -> set[str]:
+    """The names ``import flowgrad`` defines, read in a new interpreter: a submodule this
+    process imported later (flowgrad.demo, flowgrad.cli...) becomes an attribute of the
+    package here, but is not part of its API."""
+    if not _FRESH:
+        import subprocess
+        out = subprocess.run([sys.executable, "-c", "import flowgrad; print(*dir(flowgrad))"],
+                             capture_output=True, text=True, check=True, timeout=120)
+        _FRESH.update(out.stdout.split())
+    return _FRESH
+
+
 def _init_stub() -> tuple[str, set[str]]:
     import flowgrad as tf
     from flowgrad import names
@@ -517,7 +532,8 @@ def _init_stub() -> tuple[str, set[str]]:
         for f in table.values():
             if inspect.isfunction(f):
                 _OP_FUNCTIONS.update((f, inspect.unwrap(f)))
-    public = {n: getattr(tf, n) for n in dir(tf) if not n.startswith("_")}
+    fresh = _fresh_names()
+    public = {n: getattr(tf, n) for n in dir(tf) if not n.startswith("_") and n in fresh}
     public.update(OPS)
     public["__version__"] = tf.__version__
     imports: set[str] = set()

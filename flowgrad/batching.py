@@ -195,8 +195,9 @@ def run_batched(prim, inputs, attrs=None):
             sites.warn(f"tf.vmap: the kernel {prim.name} has no batching rule; it runs once "
                        f"per example (a Python loop)", VmapFallbackWarning)
     kw = attrs or {}
-    q = E._fpe_set(E._QUIET)
+    q = E.fpe_saved()
     try:
+        E.fpe_quiet()
         out = rule(prim, inputs, kw, levels)
     except FlowgradError:
         raise

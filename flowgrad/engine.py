@@ -47,35 +47,43 @@ _tracer = None             # flowgrad.jit's tracer while a function is being tra
 # np.errstate sets) to "ignore" around each kernel call only. Setting the variable directly
 # costs ~0.2 us a kernel (np.errstate's context manager: ~1 us); a backward pass (rules
 # only, a few kernels per op) sets it once (enter_backward).
+# NOTE: the state is saved and put back by value (not by ContextVar token): putting a value
+# back twice is harmless, so a Ctrl-C landing between two bytecodes of a restore, and the
+# restore repeated in a ``finally``, can never leave the user's NumPy silenced.
 try:
     from numpy._core._ufunc_config import _extobj_contextvar, _make_extobj
     _QUIET = _make_extobj(all="ignore")
-    _fpe_set, fpe_restore = _extobj_contextvar.set, _extobj_contextvar.reset
+    fpe_saved, _fpe_put = _extobj_contextvar.get, _extobj_contextvar.set
 except (ImportError, AttributeError, TypeError):      # another NumPy layout: the public API
-    _QUIET = "ignore"
+    _QUIET = {"all": "ignore"}
 
-    def _fpe_set(mode):
-        cm = np.errstate(all=mode)
-        cm.__enter__()
-        return cm
+    def fpe_saved():
+        return np.geterr()
 
-    def fpe_restore(cm):
-        cm.__exit__(None, None, None)
+    def _fpe_put(state):
+        np.seterr(**state)
+
+
+def fpe_restore(saved):
+    """Put back the floating-point state ``saved`` (from fpe_saved())."""
+    _fpe_put(saved)
 
 
 def fpe_quiet():
-    """Silence NumPy's floating-point warnings in this thread until ``fpe_restore(token)``
-    (for code that runs kernels outside run_kernel: jit replays, fused updates).
+    """Silence NumPy's floating-point warnings in this thread, for code that runs kernels
+    outside run_kernel (jit replays, fused updates); save the state first and put it back
+    in a ``finally``:
 
-    >>> token = fpe_quiet()
+    >>> saved = fpe_saved()
     >>> try:
+    ...     fpe_quiet()
     ...     r = np.log(np.zeros(1))
     ... finally:
-    ...     fpe_restore(token)
+    ...     fpe_restore(saved)
     >>> r
     array([-inf])
     """
-    return _fpe_set(_QUIET)
+    _fpe_put(_QUIET)
 
 
 class State:
@@ -90,7 +98,7 @@ class State:
         self.depth = 0
         self.session = None        # the Session that receives recorded nodes
         self.in_backward = 0       # > 0 while gradient rules run (may read parked tensors)
-        self.fpe = None            # while in_backward: the token that restores NumPy's errstate
+        self.fpe = None            # while in_backward: NumPy's errstate to put back
         # this thread's share of memory(): tensors, bytes, buffers it created minus those
         # it disposed or let the garbage collector free (a share may go negative)
         self.nt = self.nb = self.nbuf = 0
@@ -510,8 +518,10 @@ def run_kernel(prim, inputs, attrs=None):
     if _check_types is not None:
         _check_inputs(prim, inputs)
     st = _tls.s
-    q = None if st.in_backward else _fpe_set(_QUIET)
+    q = None if st.in_backward else fpe_saved()
     try:
+        if q is not None:
+            _fpe_put(_QUIET)
         if len(inputs) == 1:
             t = inputs[0]
             a = t._data if not t._disposed else disposed_input(t, prim)
@@ -530,7 +540,7 @@ def run_kernel(prim, inputs, attrs=None):
         raise kernel_error(prim, inputs, e) from e
     finally:
         if q is not None:
-            fpe_restore(q)
+            _fpe_put(q)
     if prim.multi:
         return _multi_out(st, prim, inputs, attrs, out)
     shared = prim.view and B.may_share_memory(out, inputs[0]._data)
@@ -711,7 +721,8 @@ def enter_backward():
     (kernels compute -Inf/NaN as TF.js does) until exit_backward brings the depth to 0."""
     st = _tls.s
     if st.in_backward == 0 and st.fpe is None:
-        st.fpe = _fpe_set(_QUIET)
+        st.fpe = fpe_saved()
+        _fpe_put(_QUIET)
     st.in_backward += 1
 
 
@@ -723,8 +734,8 @@ def exit_backward(level=None):
     elif st.in_backward > 0:
         st.in_backward -= 1
     if st.in_backward == 0 and st.fpe is not None:
-        q, st.fpe = st.fpe, None
-        fpe_restore(q)
+        _fpe_put(st.fpe)            # (first: repeated after an interrupt, it is harmless)
+        st.fpe = None
 
 
 # the scopes and the public memory API live in scopes.py (they only read the State)

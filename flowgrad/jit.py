@@ -142,8 +142,9 @@ class _Program:
         self.source = self.namespace["__source__"]      # the replay, as Python code
 
     def __call__(self, arrays):
-        q = E.fpe_quiet()           # (kernels return -Inf/NaN silently, as in eager runs)
+        q = E.fpe_saved()           # (kernels return -Inf/NaN silently, as in eager runs)
         try:
+            E.fpe_quiet()
             outs = self.fn(arrays)
         finally:
             E.fpe_restore(q)

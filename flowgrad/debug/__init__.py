@@ -9,7 +9,8 @@ from .graph import Graph, GraphNode, graph
 from .leaks import LeakReport, LeakSite, LeakTracker, track_leaks
 from .profile import KernelInfo, ProfileInfo, profile, time
 from .monitor import Flag, GradientMonitor, History, monitor
-from .plots import plot_grad_flow, plot_grad_norms, plot_histograms, plot_loss
+from .plots import (plot_example_norms, plot_grad_flow, plot_grad_norms, plot_histograms,
+                    plot_loss)
 from .report import report
 from .numerics import (Finding, NumericsError, NumericsWarning, check_numerics,
                        disable_debug_mode, enable_debug_mode)
@@ -26,4 +27,4 @@ __all__ += ["Graph", "GraphNode", "GraphvizError", "KernelInfo", "LeakReport", "
             "LeakTracker", "ProfileInfo", "graph", "profile", "time", "track_leaks"]
 __all__ += ["Flag", "GradientMonitor", "History", "MissingDependencyError", "monitor",
             "plot_grad_flow", "plot_grad_norms", "plot_histograms", "plot_loss", "report"]
-__all__ += ["per_example_grad_norms", "worst_examples"]
+__all__ += ["per_example_grad_norms", "plot_example_norms", "worst_examples"]

@@ -8,6 +8,8 @@ with MathJax's ignore classes, so a name such as ``$x$`` is shown as typed, not 
 import html
 import math
 
+import numpy as np
+
 _CSS = (".fg-display{font-family:system-ui,-apple-system,'Segoe UI',sans-serif;"
         "font-size:12px}.fg-display table{border-collapse:collapse;margin:.3em 0}"
         ".fg-display th,.fg-display td{border:1px solid #ccc;padding:.15em .5em;"
@@ -60,7 +62,6 @@ def nbytes(n):
 
 def monitor_html(m, last=5):
     """The monitor as a compact summary: per-variable table, the last steps, the flags."""
-    from .report import _summary_rows
     if not m.steps:
         return box('<p class="meta">GradientMonitor: no step recorded yet.</p>')
     h = m.history
@@ -70,7 +71,7 @@ def monitor_html(m, last=5):
     if loss:
         meta += f"; loss {num(loss[0])} \u2192 {num(loss[-1])}"
     rows, classes = [], []
-    for r in _summary_rows(m):
+    for r in m.summary_rows():
         zeros = r["zero_fraction"]
         rows.append((r["variable"], str(r["shape"]), r["steps"], num(r["grad_norm"]),
                      f"[{num(r['norm_min'])}, {num(r['norm_max'])}]", num(r["max_abs"]),
@@ -273,3 +274,62 @@ def graph_svg(g, style, bad_style, nograd_style):
         out.append("</text></g>")
     out.append("</svg>")
     return "\n".join(out)
+
+
+# ---------------------------------------------------------------- console text
+
+def console_summary(m):
+    """The text of ``GradientMonitor.summary()`` (see there): a console table."""
+    if not m.steps:
+        return "GradientMonitor: no step recorded yet."
+    h = m.history
+    steps, loss = h.steps, h.loss
+    head = (f"GradientMonitor: {len(steps)} step{'s' if len(steps) > 1 else ''}"
+            f" ({steps[0]}..{steps[-1]})")
+    finite = loss[~np.isnan(loss)]
+    if finite.size == 1:
+        head += f"; loss {_g(finite[0])}"
+    elif finite.size:
+        head += (f"; loss {_g(finite[0])} -> {_g(finite[-1])} (min {_g(finite.min())} at "
+                 f"step {steps[int(np.nanargmin(loss))]})")
+    head += f"; last global gradient norm {_g(m.last_global_norm)}"
+    table = [("variable", "shape", "grad norm", "norm range", "max |g|", "zeros", "NaN",
+              "Inf", "upd/weight", "flags")]
+    for r in m.summary_rows():
+        table.append((r["variable"], str(r["shape"]).replace(" ", ""), _g(r["grad_norm"]),
+                      f"[{_g(r['norm_min'])}, {_g(r['norm_max'])}]", _g(r["max_abs"]),
+                      "-" if _nan(r["zero_fraction"]) else
+                      f"{100 * r['zero_fraction']:.3g}%", _count(r["nan_count"]),
+                      _count(r["inf_count"]), _g(r["update_ratio"]), r["flags"] or "-"))
+    widths = [max(len(row[i]) for row in table) for i in range(len(table[0]))]
+    lines = [head] + ["  ".join(c.ljust(w) for c, w in zip(row, widths)).rstrip()
+                      for row in table]
+    flags = m.flags
+    if not flags:
+        lines.append("No vanishing, exploding or non-finite gradient.")
+        return "\n".join(lines)
+    lines.append("Flags:")
+    groups = {}
+    for f in flags:
+        groups.setdefault((f.kind, f.start), []).append(f)
+    for (kind, start), fs in groups.items():
+        if len(fs) <= 3:
+            lines += [f"  {f}" for f in fs]
+        else:                   # a deep net: one line for the layers flagged together
+            names = [f.variable for f in fs]
+            shown = ", ".join(names[:3] + ["..."] + names[-1:]) if len(names) > 5 \
+                else ", ".join(names)
+            lines.append(f"  {len(fs)} variables {kind} from step {start}: {shown}")
+    return "\n".join(lines)
+
+
+def _g(x):
+    return "-" if _nan(x) else f"{float(x):.4g}"
+
+
+def _nan(x):
+    return x is None or (isinstance(x, float) and math.isnan(x))
+
+
+def _count(x):
+    return "-" if _nan(x) else str(int(x))

@@ -155,8 +155,6 @@ def _read_reasons(label, x, dep, reads):
 
 
 def _explain(y, xs, labels, sess, reads=()):
-    nodes = [n for n in sess.nodes if n.pos <= (y._node.pos if y._node is not None and
-                                                y._node.sess is sess else -1)]
     ancestors = _ancestors(y, sess)
     flow = {}                       # node -> [output cotangent non-zero, {input: dx non-zero}]
     prev_hook = tape.dx_hook

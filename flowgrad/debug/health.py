@@ -13,7 +13,8 @@ sustained run of steps, and vanishing is only judged while the loss is still hig
   level, smoothly, has converged on its own and is not flagged.
 - **exploding**: an update larger than ``update_limit`` x the weights it changes (zero
   weights excepted), or a gradient norm above ``growth_limit`` x the variable's own early
-  level, for ``explode_patience`` steps in a row.
+  level, for ``explode_patience`` steps in a row (a step whose gradient turns non-finite
+  continues the run: that is where explosions end).
 - **nonfinite**: a NaN or an Inf in the gradient (at once).
 
 Absolute thresholds (``vanish_threshold``, ``explode_threshold``) and ratios to the
@@ -33,8 +34,10 @@ class Flag:
     """A variable whose gradient is vanishing, exploding or non-finite.
 
     ``variable`` (name), ``kind`` ("vanishing", "exploding", "nonfinite"), ``start`` (the
-    step it started), ``end`` (the last step it held), ``count`` (steps it held), ``value``
-    (the gradient norm at ``start``), ``reason`` (the criterion), ``ongoing``.
+    first step of the run of steps in which the criterion held), ``end`` (the last flagged
+    step), ``count`` (flagged steps from ``start`` on), ``value`` (the gradient norm at
+    ``start``), ``reason`` (the criterion that held) and ``ongoing`` (flagged at the
+    variable's last recorded step).
 
     >>> f = Flag("w", "vanishing", 3, 2.5e-9, "norm < 1e-07")
     >>> str(f)
@@ -48,9 +51,10 @@ class Flag:
 
     def __str__(self):
         steps = f"{self.count} step{'s' if self.count != 1 else ''}"
-        state = "ongoing" if self.ongoing else f"until step {self.end}"
-        return (f"'{self.variable}': {self.kind} from step {self.start} (norm "
-                f"{self.value:.3g}; {self.reason}), {steps}, {state}")
+        until = ", ongoing" if self.ongoing else f", last at step {self.end}"
+        why = self.reason if self.kind == "nonfinite" else \
+            f"norm {self.value:.3g}; {self.reason}"
+        return f"'{self.variable}': {self.kind} from step {self.start} ({why}), {steps}{until}"
 
     __repr__ = __str__
 
@@ -63,8 +67,8 @@ class Criteria:
     vanishing: gradient RMS < 0.0001 x the largest variable's (or exactly 0) for 10 steps while the loss is above 0.1 x its start
     """
 
-    def __init__(self, depth_ratio=1e-4, loss_fraction=0.1, patience=10, update_limit=10.0,
-                 growth_limit=1e3, explode_patience=1, vanish_threshold=None,
+    def __init__(self, depth_ratio=1e-4, loss_fraction=0.1, patience=10, update_limit=2.0,
+                 growth_limit=1e3, explode_patience=2, vanish_threshold=None,
                  explode_threshold=None, vanish_ratio=None, explode_ratio=None,
                  baseline_steps=5):
         self.depth_ratio, self.loss_fraction, self.patience = depth_ratio, loss_fraction, \
@@ -168,14 +172,17 @@ class Judge:
             if c.update_limit is not None and math.isfinite(ratio) and \
                     ratio > c.update_limit:
                 hits["exploding"] = f"the update moved it by {ratio:.3g} x its norm"
-                if ratio_step is not None:
-                    since["exploding"] = ratio_step
+                if ratio_step is not None and prev is not None:
+                    since["exploding"] = (ratio_step, prev)     # the update of that step
             elif c.growth_limit is not None and own is not None and own > c.growth_limit:
                 hits["exploding"] = f"norm {own:.3g} x its early level {baseline:.3g}"
             elif c.explode_threshold is not None and norm > c.explode_threshold:
                 hits["exploding"] = f"norm > {c.explode_threshold:g}"
             elif c.explode_ratio is not None and own is not None and own > c.explode_ratio:
                 hits["exploding"] = f"norm > {c.explode_ratio:g} x baseline {baseline:.3g}"
+            if hits["exploding"] is None and hits["nonfinite"] and \
+                    (name, "exploding") in self._runs:
+                hits["exploding"] = "then non-finite"       # where an explosion ends
             self._update(name, step, norm, hits, since)
 
     def _update(self, name, step, norm, hits, since):
@@ -189,13 +196,11 @@ class Judge:
                 if flag is not None:
                     flag.ongoing = False
                 continue
-            start, length, value, why = self._runs.get(key, (since.get(kind, step), 0, norm,
-                                                             reason))
+            begin, value = since.get(kind, (step, norm))
+            start, length, value, why = self._runs.get(key, (begin, 0, value, reason))
             self._runs[key] = (start, length + 1, value, why)
-            if flag is not None and flag.ongoing:
-                flag.end, flag.count = step, flag.count + 1
-            elif flag is not None and length + 1 >= need[kind]:
+            if flag is not None:            # (once flagged, each new hit counts at once)
                 flag.end, flag.count, flag.ongoing = step, flag.count + 1, True
-            elif flag is None and length + 1 >= need[kind]:
+            elif length + 1 >= need[kind]:
                 flag = self.flags[key] = Flag(name, kind, start, value, why)
                 flag.end, flag.count = step, length + 1

@@ -14,118 +14,12 @@ import math
 import numpy as np
 
 from .. import engine as E
-from ..errors import ArgumentError, MissingDependencyError
+from ..errors import ArgumentError
 from ..names import Result, camel_to_snake
 from ..tensor import Tensor, Variable, _VARIABLES
-
-METRICS = ("grad_norm", "max_abs", "zero_fraction", "nan_count", "inf_count", "update_ratio",
-           "weight_norm")
-KINDS = ("vanishing", "exploding", "nonfinite")
-
-
-def require(module, extra, what):
-    """Import an optional module, or raise MissingDependencyError naming the extra.
-
-    >>> require("numpy", "viz", "arrays").__name__
-    'numpy'
-    """
-    import importlib
-    try:
-        return importlib.import_module(module)
-    except ImportError:
-        raise MissingDependencyError(
-            f"{what} need{'s' if not what.endswith('s') else ''} {module.split('.')[0]}: "
-            f"pip install 'flowgrad[{extra}]'") from None
-
-
-class Flag:
-    """A variable whose gradient is vanishing, exploding or non-finite.
-
-    ``variable`` (name), ``kind`` ("vanishing", "exploding", "nonfinite"), ``start`` (the
-    first step of the first run of ``patience`` flagged steps), ``end`` (the last flagged
-    step), ``count`` (flagged steps from ``start`` on), ``value`` (the gradient norm at
-    ``start``), ``reason`` (the criterion that held) and ``ongoing`` (flagged at the
-    variable's last recorded step).
-
-    >>> f = Flag("w", "vanishing", 3, 2.5e-9, "norm < 1e-07")
-    >>> str(f)
-    "'w': vanishing from step 3 (norm 2.5e-09; norm < 1e-07), 1 step, ongoing"
-    """
-
-    def __init__(self, variable, kind, start, value, reason):
-        self.variable, self.kind, self.start, self.value = variable, kind, start, value
-        self.reason = reason
-        self.end = start
-        self.count = 1
-        self.ongoing = True
-
-    def __str__(self):
-        steps = f"{self.count} step{'s' if self.count != 1 else ''}"
-        until = ", ongoing" if self.ongoing else f", last at step {self.end}"
-        why = self.reason if self.kind == "nonfinite" else \
-            f"norm {self.value:.3g}; {self.reason}"
-        return f"'{self.variable}': {self.kind} from step {self.start} ({why}), {steps}{until}"
-
-    __repr__ = __str__
-
-
-class History:
-    """What a monitor recorded, as NumPy arrays over steps: ``steps``, ``loss``,
-    ``global_norm`` (the L2 norm of all gradients together), and per variable name a dict
-    metric -> array (``h["w"]["grad_norm"]``); ``matrix(metric)`` stacks one metric as
-    variables × steps. A step where a variable had no gradient holds NaN.
-
-    >>> h = History([0, 1], [2.0, 1.0], [0.5, 0.25], {"w": {"grad_norm": [0.5, 0.25]}})
-    >>> h["w"]["grad_norm"], h.names
-    (array([0.5 , 0.25]), ['w'])
-    """
-
-    def __init__(self, steps, loss, global_norm, variables):
-        self.steps = np.asarray(steps, dtype=np.int64)
-        self.loss = np.asarray(loss, dtype=np.float64)
-        self.global_norm = np.asarray(global_norm, dtype=np.float64)
-        self.variables = {n: {k: np.asarray(v, dtype=np.float64) for k, v in m.items()}
-                          for n, m in variables.items()}
-
-    @property
-    def names(self):
-        """The variable names, in the order they were first seen."""
-        return list(self.variables)
-
-    def __getitem__(self, name):
-        if name not in self.variables:
-            raise KeyError(f"no variable '{name}' in the history (it has: "
-                           f"{', '.join(self.variables) or 'none'})")
-        return self.variables[name]
-
-    def __contains__(self, name):
-        return name in self.variables
-
-    def __iter__(self):
-        return iter(self.variables)
-
-    def __len__(self):
-        return len(self.steps)
-
-    def keys(self):
-        """The variable names (as ``names``)."""
-        return self.names
-
-    def matrix(self, metric="grad_norm"):
-        """One metric as a (variables, steps) array, rows in ``names`` order.
-
-        >>> History([0], [1.0], [2.0], {"a": {"grad_norm": [2.0]}}).matrix().shape
-        (1, 1)
-        """
-        if metric not in METRICS:
-            raise ArgumentError(f"unknown metric '{metric}'; the metrics are "
-                                f"{', '.join(METRICS)}")
-        if not self.variables:
-            return np.zeros((0, len(self.steps)))
-        return np.stack([m[metric] for m in self.variables.values()])
-
-    def __repr__(self):
-        return f"History({len(self.steps)} steps, variables {self.names})"
+from .extras import hist_edges as _edges, require  # noqa: F401 (require: older imports)
+from .health import KINDS, Criteria, Flag, Judge  # noqa: F401 (Flag: tf.debug.Flag)
+from .history import METRICS, History  # noqa: F401 (METRICS: older imports)
 
 
 class GradientMonitor:
@@ -136,15 +30,24 @@ class GradientMonitor:
     ``nan_count``, ``inf_count``, ``update_ratio`` and ``weight_norm`` (before the update).
     Steps are numbered from 0 in the order the monitor sees them (or by ``record(step=)``).
 
-    Criteria, per variable and step (a variable gets one flag per kind; ``start`` is the first
-    step of the first run of ``patience`` consecutive steps in which the criterion held):
+    Flags (one per variable and kind; ``start`` is the first step of the run of steps in
+    which the criterion held; ``criteria.describe()`` says them in words, as the report
+    does). Each criterion is relative, so a healthy run that converges is not flagged (see
+    ``flowgrad/debug/health.py``):
 
-    - vanishing: the gradient's L2 norm is below ``vanish_threshold`` (default 1e-7), or,
-      with ``vanish_ratio`` set, below ``vanish_ratio`` × its median over the variable's
-      first ``baseline_steps`` steps (checked after those steps).
-    - exploding: the norm is above ``explode_threshold`` (default 1e3; an Inf counts), or,
-      with ``explode_ratio`` set, above ``explode_ratio`` × that baseline.
+    - vanishing: the gradient's RMS is below ``depth_ratio`` (1e-4) × the largest among the
+      variables of the same step, or exactly 0, for ``patience`` (10) steps in a row while
+      the loss is above ``loss_fraction`` (0.1) × its start; a variable whose gradient
+      shrank 1000x below its own early level, smoothly, has converged and is not flagged.
+    - exploding: an update larger than ``update_limit`` (2) × the weights it changes, or a
+      norm above ``growth_limit`` (1e3) × the variable's first ``baseline_steps`` steps, for
+      ``explode_patience`` (2) steps in a row (a step whose gradient turns non-finite
+      continues the run).
     - nonfinite: the gradient holds a NaN or an Inf.
+
+    Absolute and baseline criteria are there too, off by default: ``vanish_threshold`` /
+    ``explode_threshold`` (a norm below / above), ``vanish_ratio`` / ``explode_ratio``
+    (× the median of the first ``baseline_steps`` steps).
 
     ``update_ratio`` at step t is ||w after − w before|| / ||w before|| of the update made
     with step t's gradients (``track_updates=True``): measured around the optimizer's update
@@ -168,25 +71,31 @@ class GradientMonitor:
     >>> w.dispose(); opt.dispose()
     """
 
-    def __init__(self, vanish_threshold=1e-7, explode_threshold=1e3, vanish_ratio=None,
-                 explode_ratio=None, baseline_steps=5, patience=1, track_updates=True,
-                 bins=30, hist_every=1):
+    def __init__(self, vanish_threshold=None, explode_threshold=None, vanish_ratio=None,
+                 explode_ratio=None, baseline_steps=5, patience=10, track_updates=True,
+                 bins=30, hist_every=1, depth_ratio=1e-4, loss_fraction=0.1,
+                 update_limit=2.0, growth_limit=1e3, explode_patience=2):
         for name, v in (("vanish_threshold", vanish_threshold),
                         ("explode_threshold", explode_threshold),
-                        ("vanish_ratio", vanish_ratio), ("explode_ratio", explode_ratio)):
-            if v is not None and not float(v) > 0:
+                        ("vanish_ratio", vanish_ratio), ("explode_ratio", explode_ratio),
+                        ("depth_ratio", depth_ratio), ("loss_fraction", loss_fraction),
+                        ("update_limit", update_limit), ("growth_limit", growth_limit)):
+            if v is not None and (isinstance(v, bool) or not isinstance(v, (int, float))
+                                  or not float(v) > 0):
                 raise ArgumentError(f"GradientMonitor: {name} must be a positive number or "
                                     f"None (no such criterion), got {v!r}")
         for name, v, low in (("baseline_steps", baseline_steps, 1), ("patience", patience, 1),
-                             ("bins", bins, 0), ("hist_every", hist_every, 1)):
+                             ("bins", bins, 0), ("hist_every", hist_every, 1),
+                             ("explode_patience", explode_patience, 1)):
             if not isinstance(v, int) or v < low:
                 raise ArgumentError(f"GradientMonitor: {name} must be an integer >= {low}"
                                     f"{' (0 keeps no histograms)' if low == 0 else ''}, got "
                                     f"{v!r}")
-        self.vanish_threshold = vanish_threshold
-        self.explode_threshold = explode_threshold
-        self.vanish_ratio = vanish_ratio
-        self.explode_ratio = explode_ratio
+        self.criteria = Criteria(depth_ratio, loss_fraction, patience, update_limit,
+                                 growth_limit, explode_patience, vanish_threshold,
+                                 explode_threshold, vanish_ratio, explode_ratio,
+                                 baseline_steps)
+        self._judge = Judge(self.criteria)
         self.baseline_steps = baseline_steps
         self.patience = patience
         self.track_updates = bool(track_updates)
@@ -198,9 +107,8 @@ class GradientMonitor:
         self._rows = []           # per step: {name: [metric values in METRICS order]}
         self._hists = {}          # step index -> {name: (range, counts, min, max, n, sum, sumsq)}
         self._shapes = {}         # name -> shape, in first-seen order
-        self._norms = {}          # name -> first baseline_steps norms
-        self._runs = {}           # (name, kind) -> (run start, run length, value at start)
-        self._flags = {}          # (name, kind) -> Flag
+        self.per_example = {}     # step -> PerExample (watch_examples)
+        self._examples = None     # (loss_fn, batch_fn, var_list, every, on_flag, top_k)
         self._pending = None      # (row index, {name: (variable, weights before)})
         self._live = []           # open TensorBoard writers (to_tensorboard(live=True))
 
@@ -252,6 +160,66 @@ class GradientMonitor:
             pairs.append((name, var, g))
         self._observe(pairs, loss, step)
         return self
+
+    def record_examples(self, loss_fn, inputs, step=None, var_list=None, top_k=5):
+        """Record each example's gradient norm at ``step`` (default: the last recorded):
+        ``tf.debug.per_example_grad_norms(loss_fn, inputs, var_list)`` (tf.vmap), kept in
+        ``per_example[step]`` with the ``top_k`` worst indices. Returns the record.
+
+        >>> import flowgrad as tf
+        >>> w = tf.variable(tf.tensor([1.0]), name="w_rex_doc")
+        >>> m = tf.debug.GradientMonitor()
+        >>> r = m.record_examples(lambda x: (x * w).sum().square(),
+        ...                       (tf.tensor([[1.0], [5.0], [2.0]]),), step=0, top_k=2)
+        >>> r.worst, r.norms.round(3).tolist()
+        ([1, 2], [2.0, 50.0, 8.0])
+        >>> w.dispose()
+        """
+        from .per_example import PerExample, per_example_grad_norms, worst_examples
+        if step is None:
+            step = self._steps[-1] if self._steps else 0
+        norms = np.asarray(per_example_grad_norms(loss_fn, inputs, var_list).numpy(),
+                           dtype=np.float64)
+        rec = self.per_example[int(step)] = PerExample(int(step), norms,
+                                                       worst_examples(norms, top_k))
+        return rec
+
+    def watch_examples(self, loss_fn, batch, every=None, on_flag=True, top_k=5,
+                       var_list=None):
+        """Record per-example gradient norms while training: at every ``every``-th
+        recorded step and (``on_flag``) at each step where a new flag fires.
+        ``loss_fn(*example)`` is one example's loss; ``batch()`` returns the current
+        step's inputs (a tuple of batched tensors). Returns the monitor.
+
+        >>> import flowgrad as tf
+        >>> w = tf.variable(tf.tensor([1.0]), name="w_wex_doc")
+        >>> xs = tf.tensor([[1.0], [3.0]])
+        >>> opt = tf.train.sgd(0.01)
+        >>> m = tf.debug.monitor(opt).watch_examples(
+        ...     lambda x: (x * w).sum().square(), lambda: (xs,), every=2)
+        >>> for _ in range(4):
+        ...     opt.minimize(lambda: (xs.mul(w)).sum(1).square().sum())
+        >>> sorted(m.per_example), m.per_example[1].worst[0]
+        ([1, 3], 1)
+        >>> w.dispose(); opt.dispose()
+        """
+        if not callable(loss_fn) or not callable(batch):
+            raise ArgumentError("GradientMonitor.watch_examples(loss_fn, batch): both must be "
+                                "functions (batch() returns the step's inputs)")
+        if every is not None and (not isinstance(every, int) or every < 1):
+            raise ArgumentError(f"GradientMonitor.watch_examples: every must be an integer "
+                                f">= 1 or None, got {every!r}")
+        self._examples = (loss_fn, batch, var_list, every, bool(on_flag), top_k,
+                          sum(f.count for f in self._judge.flags.values()))
+        return self
+
+    def _maybe_examples(self, step):
+        loss_fn, batch, var_list, every, on_flag, top_k, seen = self._examples
+        fired = sum(f.count for f in self._judge.flags.values())
+        new = on_flag and fired > seen
+        self._examples = self._examples[:6] + (fired,)
+        if new or (every is not None and (len(self._steps) - 1) % every == every - 1):
+            self.record_examples(loss_fn, batch(), step, var_list, top_k)
 
     def attach(self, optimizer):
         """Watch every update of ``optimizer`` (sets ``optimizer.monitor``); returns self."""
@@ -311,7 +279,7 @@ class GradientMonitor:
     def flags(self):
         """The vanishing / exploding / nonfinite ``Flag``s, in order of their start step."""
         order = {n: i for i, n in enumerate(self._shapes)}
-        return sorted(self._flags.values(), key=lambda f: (f.start, order[f.variable],
+        return sorted(self._judge.flags.values(), key=lambda f: (f.start, order[f.variable],
                                                            KINDS.index(f.kind)))
 
     @property
@@ -357,8 +325,22 @@ class GradientMonitor:
 
     def summary_rows(self):
         """One dict per variable with the numbers of ``summary()``'s table."""
-        from .report import _summary_rows
-        return _summary_rows(self)
+        h, flags, rows = self.history, self.flags, []
+        for n in h.names:
+            v = h[n]
+            idx = np.flatnonzero(~np.isnan(v["grad_norm"]) | (v["nan_count"] > 0))
+            last = idx[-1] if idx.size else None
+            norms = v["grad_norm"][np.isfinite(v["grad_norm"])]
+            ur = v["update_ratio"][~np.isnan(v["update_ratio"])]
+            row = {"variable": n, "shape": list(self._shapes[n]), "steps": int(idx.size)}
+            for k in ("grad_norm", "max_abs", "zero_fraction", "nan_count", "inf_count"):
+                row[k] = v[k][last] if last is not None else math.nan
+            row.update(norm_min=norms.min() if norms.size else math.nan,
+                       norm_max=norms.max() if norms.size else math.nan,
+                       update_ratio=ur[-1] if ur.size else math.nan,
+                       flags=", ".join(f"{f.kind}@{f.start}" for f in flags if f.variable == n))
+            rows.append(row)
+        return rows
 
     def summary(self):
         """The console table: per variable the last step's gradient norm, the range of its
@@ -373,8 +355,8 @@ class GradientMonitor:
         w         [2]    5          [5, 5]        4        0%     0    0    -           -
         No vanishing, exploding or non-finite gradient.
         """
-        from .report import _console_summary
-        return _console_summary(self)
+        from .display import console_summary
+        return console_summary(self)
 
     def print_summary(self):
         """Print ``summary()``.
@@ -387,7 +369,7 @@ class GradientMonitor:
 
     def __repr__(self):
         return (f"GradientMonitor({len(self._steps)} steps, {len(self._shapes)} variables, "
-                f"{len(self._flags)} flags)")
+                f"{len(self._judge.flags)} flags)")
 
     def _repr_html_(self, last=5):
         """Jupyter's display: the summary table, the ``last`` steps' loss and global
@@ -417,10 +399,15 @@ class GradientMonitor:
         from .plots import plot_grad_flow
         return plot_grad_flow(self, path=path)
 
-    def plot_histograms(self, step=-1, path=None, variables=None):
+    def plot_histograms(self, path=None, step=-1, variables=None):
         """Histograms of one step's gradients (``tf.debug.plot_histograms``)."""
         from .plots import plot_histograms
-        return plot_histograms(self, step=step, path=path, variables=variables)
+        return plot_histograms(self, path=path, step=step, variables=variables)
+
+    def plot_example_norms(self, path=None, step=None):
+        """Histogram of per-example gradient norms (``tf.debug.plot_example_norms``)."""
+        from .plots import plot_example_norms
+        return plot_example_norms(self, path=path, step=step)
 
     # ------------------------------------------------------------- TensorBoard
     def to_tensorboard(self, logdir, live=False):
@@ -434,8 +421,8 @@ class GradientMonitor:
         >>> m = tf.debug.GradientMonitor().record({"w": tf.tensor([3.0, 4.0])}, loss=1.5)
         >>> d = m.to_tensorboard(tempfile.mkdtemp())
         """
-        from .report import _write_tensorboard
-        return _write_tensorboard(self, logdir, live)
+        from .tensorboard import write_tensorboard
+        return write_tensorboard(self, logdir, live)
 
     def close(self):
         """Close the TensorBoard writers opened by ``to_tensorboard(live=True)``."""
@@ -477,12 +464,13 @@ class GradientMonitor:
                 del self._hists[i - 1]          # only every hist_every-th step and the last
         if snaps:
             self._pending = (len(self._steps) - 1, snaps)
-        for name, vals in row.items():
-            self._check_flags(name, int(step), vals)
+        self._judge_step(int(step))
+        if self._examples is not None:
+            self._maybe_examples(int(step))
         if self._live:
-            from .report import _write_step
+            from .tensorboard import write_step
             for w in self._live:
-                _write_step(self, w, len(self._steps) - 1)
+                write_step(self, w, len(self._steps) - 1)
 
     def _stats(self, a):
         a = a.astype(np.float64, copy=False) if a.dtype.kind in "fiub" else a
@@ -530,46 +518,20 @@ class GradientMonitor:
                     ratio = d / w
             row[name][5] = float(ratio)
         if self._live:
-            from .report import _write_step
+            from .tensorboard import write_step
             for w in self._live:
-                _write_step(self, w, i, ratios_only=True)
+                write_step(self, w, i, ratios_only=True)
 
-    def _check_flags(self, name, step, vals):
-        norm = vals[0]
-        base = self._norms.setdefault(name, [])
-        baseline = None
-        if len(base) >= self.baseline_steps:
-            baseline = float(np.median(base))
-        elif math.isfinite(norm):
-            base.append(norm)
-        hits = {"vanishing": None, "exploding": None, "nonfinite": None}
-        if vals[3] or vals[4]:
-            hits["nonfinite"] = f"{int(vals[3])} NaN, {int(vals[4])} Inf"
-        if self.vanish_threshold is not None and norm < self.vanish_threshold:
-            hits["vanishing"] = f"norm < {self.vanish_threshold:g}"
-        elif self.vanish_ratio is not None and baseline is not None and \
-                norm < self.vanish_ratio * baseline:
-            hits["vanishing"] = f"norm < {self.vanish_ratio:g} x baseline {baseline:.3g}"
-        if self.explode_threshold is not None and norm > self.explode_threshold:
-            hits["exploding"] = f"norm > {self.explode_threshold:g}"
-        elif self.explode_ratio is not None and baseline is not None and \
-                norm > self.explode_ratio * baseline:
-            hits["exploding"] = f"norm > {self.explode_ratio:g} x baseline {baseline:.3g}"
-        for kind, reason in hits.items():
-            key = (name, kind)
-            flag = self._flags.get(key)
-            if reason is None:
-                self._runs.pop(key, None)
-                if flag is not None:
-                    flag.ongoing = False
-                continue
-            start, length, value = self._runs.get(key, (step, 0, norm))
-            self._runs[key] = (start, length + 1, value)
-            if flag is not None:
-                flag.end, flag.count, flag.ongoing = step, flag.count + 1, True
-            elif length + 1 >= self.patience:
-                flag = self._flags[key] = Flag(name, kind, start, value, reason)
-                flag.end, flag.count = step, length + 1
+    def _judge_step(self, step):
+        """Apply the criteria to the step just recorded (update ratios: the previous
+        step's, measured once its update was done)."""
+        row = self._rows[-1]
+        prev = self._rows[-2] if len(self._rows) > 1 else {}
+        sizes = {n: int(np.prod(self._shapes[n])) for n in row}
+        rows = {n: (v[0], v[2], v[3], v[4], prev[n][5] if n in prev else math.nan, v[6])
+                for n, v in row.items()}
+        self._judge.observe(step, self._loss[-1], rows, sizes,
+                            self._steps[-2] if len(self._steps) > 1 else None)
 
     def _global_norm(self, i):
         sq = [v[0] ** 2 for v in self._rows[i].values()]
@@ -586,11 +548,6 @@ def monitor(optimizer, **options):
     True
     """
     return GradientMonitor(**options).attach(optimizer)
-
-
-def _edges(hist):
-    """The bin edges of a stored histogram (np.histogram's edges are this linspace)."""
-    return np.linspace(hist[0][0], hist[0][1], len(hist[1]) + 1)
 
 
 def _norm(a):

@@ -229,8 +229,9 @@ def _zero_where_bad(n, gs, dx):
     g = gs[0]
     if g is None or g.shape[-len(dx.shape) or None:] != dx.shape:
         return False
-    q = E.fpe_quiet()
+    q = E.fpe_saved()
     try:
+        E.fpe_quiet()
         y = n.prim.fwd(E.B, *[x._data for x in n.inputs], **(n.attrs or {}))
     except Exception:
         return False

@@ -66,3 +66,18 @@ def worst_examples(norms, k: int = 5) -> list[int]:
     key = np.where(np.isfinite(a), a, np.inf)
     order = np.argsort(-key, kind="stable")
     return [int(i) for i in order[:max(0, int(k))]]
+
+
+class PerExample:
+    """One step's per-example gradient norms (``GradientMonitor.per_example[step]``):
+    ``step``, ``norms`` (a NumPy array, one per example), ``worst`` (indices, largest
+    first, non-finite first)."""
+
+    def __init__(self, step, norms, worst):
+        self.step, self.norms, self.worst = step, norms, worst
+
+    def __repr__(self):
+        finite = self.norms[np.isfinite(self.norms)]
+        med = f"{np.median(finite):.3g}" if finite.size else "-"
+        return (f"PerExample(step {self.step}: {self.norms.size} examples, median norm {med}, "
+                f"worst {self.worst})")

@@ -3,9 +3,12 @@
 Each function returns a ``matplotlib.figure.Figure`` built without pyplot (no window, no
 global state: safe on servers and in threads; Jupyter displays it), and saves it when given
 ``path=`` as PNG, SVG or PDF by the suffix. The same plots are methods of the monitor
-(``m.plot_loss()``, ``m.plot_grad_norms()``, ``m.plot_grad_flow()``, ``m.plot_histograms()``).
-matplotlib is imported only when a plot is made.
+(``m.plot_loss()``, ``m.plot_grad_norms()``, ``m.plot_grad_flow()``, ``m.plot_histograms()``,
+``m.plot_example_norms()``); every one takes ``path`` first. matplotlib is imported only when
+a plot is made; its math text is off (a variable named ``$x$`` is drawn as typed), and a
+missing output folder is created.
 """
+import functools
 import math
 import re
 from pathlib import Path
@@ -14,11 +17,22 @@ import numpy as np
 
 from ..distributed.runtime import is_root
 from ..errors import ArgumentError
-from .monitor import GradientMonitor, require
+from .extras import output_path, require
 
 FORMATS = (".png", ".svg", ".pdf")
 
 
+def _plain_text(plot):
+    """Draw with matplotlib's math text off: user names are text, never TeX."""
+    @functools.wraps(plot)
+    def wrapper(*args, **kwargs):
+        matplotlib = require("matplotlib", "viz", "plots")
+        with matplotlib.rc_context({"text.parse_math": False}):
+            return plot(*args, **kwargs)
+    return wrapper
+
+
+@_plain_text
 def plot_loss(monitor, path=None, log=None):
     """The loss over steps. ``log`` (default: when the positive loss spans over two
     decades) puts the y axis on a log scale.
@@ -51,6 +65,7 @@ def plot_loss(monitor, path=None, log=None):
     return _save(fig, path)
 
 
+@_plain_text
 def plot_grad_norms(monitor, path=None, variables=None, global_norm=True):
     """The L2 norm of each variable's gradient over steps, on a log scale, with the
     global norm (dashed, black), the vanishing / exploding thresholds (dotted) and a cross
@@ -79,8 +94,9 @@ def plot_grad_norms(monitor, path=None, variables=None, global_norm=True):
         ok = np.isfinite(g) & (g > 0)
         line, = ax.plot(h.steps[ok], g[ok], "k--", lw=1.2, label="global")
         line.set_gid("grad-norm-global")
-    for thr, label in ((monitor.vanish_threshold, "vanish threshold"),
-                       (monitor.explode_threshold, "explode threshold")):
+    c = monitor.criteria
+    for thr, label in ((c.vanish_threshold, "vanish threshold"),
+                       (c.explode_threshold, "explode threshold")):
         if thr is not None and plotted:
             ax.axhline(thr, color="0.5", ls=":", lw=1, label=label)
     for f in monitor.flags:
@@ -101,6 +117,7 @@ def plot_grad_norms(monitor, path=None, variables=None, global_norm=True):
     return _save(fig, path)
 
 
+@_plain_text
 def plot_grad_flow(monitor, path=None):
     """The gradient flow: a heatmap of log10 gradient norms, one row per variable (in the
     order first seen), one column per step. Zero and missing norms are grey.
@@ -132,9 +149,11 @@ def plot_grad_flow(monitor, path=None):
     return _save(fig, path)
 
 
-def plot_histograms(monitor, step=-1, path=None, variables=None):
+@_plain_text
+def plot_histograms(monitor, path=None, step=-1, variables=None):
     """Histograms of one step's gradients, one panel per variable. ``step`` indexes the
     recorded steps (-1: the last); the monitor keeps a ``bins``-bin histogram per step.
+    (``path`` comes first, as in every plot function.)
 
     >>> import flowgrad as tf
     >>> m = tf.debug.GradientMonitor(bins=2).record({"w": tf.tensor([0.0, 1.0, 1.0])})
@@ -143,6 +162,9 @@ def plot_histograms(monitor, step=-1, path=None, variables=None):
     ([1.0, 2.0], [0.0, 0.5, 1.0])
     """
     h = _history(monitor, "plot_histograms")
+    if isinstance(path, int) and not isinstance(path, bool):
+        raise ArgumentError(f"plot_histograms(monitor, path=None, step=-1): path comes first, "
+                            f"as in every plot function; got {path!r}: pass step={path}")
     hists = monitor.histogram(step)
     names = [n for n in _names(h, variables) if n in hists]
     if not names:
@@ -165,10 +187,59 @@ def plot_histograms(monitor, step=-1, path=None, variables=None):
     return _save(fig, path)
 
 
+@_plain_text
+def plot_example_norms(monitor, path=None, step=None, bins=30):
+    """The histogram of one recorded step's per-example gradient norms (log-spaced bins),
+    the worst examples marked by index. ``step``: a step of ``monitor.per_example``
+    (default: the latest).
+
+    >>> import flowgrad as tf
+    >>> w = tf.variable(tf.tensor([1.0]), name="w_pen_doc")
+    >>> m = tf.debug.GradientMonitor()
+    >>> _ = m.record_examples(lambda x: (x * w).sum().square(),
+    ...                       (tf.tensor([[1.0], [2.0], [40.0]]),), step=0, top_k=1)
+    >>> [t.get_text() for t in tf.debug.plot_example_norms(m).axes[0].texts]
+    ['#2']
+    >>> w.dispose()
+    """
+    if not getattr(monitor, "per_example", None):
+        raise ArgumentError("plot_example_norms(): no per-example norms recorded: call "
+                            "monitor.record_examples(...) or watch_examples(...)")
+    step = max(monitor.per_example) if step is None else step
+    if step not in monitor.per_example:
+        raise ArgumentError(f"plot_example_norms(): no per-example norms at step {step} "
+                            f"(recorded: {sorted(monitor.per_example)})")
+    rec = monitor.per_example[step]
+    norms = rec.norms[np.isfinite(rec.norms) & (rec.norms > 0)]
+    fig, ax = _figure((7, 3.4))
+    if norms.size:
+        lo, hi = norms.min(), norms.max()
+        edges = np.geomspace(lo, hi * (1 + 1e-9), bins + 1) if hi > lo else \
+            np.array([lo * 0.9, hi * 1.1])
+        counts, edges = np.histogram(norms, bins=edges)
+        patch = ax.stairs(counts.astype(float), edges, fill=True, color="C0", alpha=0.8)
+        patch.set_gid("example-norms")
+        ax.set_xscale("log")
+        for i in rec.worst:
+            v = rec.norms[i]
+            if np.isfinite(v) and v > 0:
+                ax.axvline(v, color="C3", lw=1, ls=":")
+                ax.text(v, ax.get_ylim()[1] * 0.9, f"#{i}", color="C3", fontsize=8,
+                        ha="right", rotation=90)
+    else:
+        _empty(ax, "no positive finite per-example norm")
+    bad = int((~np.isfinite(rec.norms)).sum())
+    ax.set_xlabel("per-example gradient norm" + (f" ({bad} non-finite not shown)" if bad
+                                                 else ""))
+    ax.set_ylabel("examples")
+    ax.set_title(f"Per-example gradient norms at step {step}")
+    return _save(fig, path)
+
+
 # ---------------------------------------------------------------- helpers
 
 def _history(monitor, where):
-    if not isinstance(monitor, GradientMonitor):
+    if not (hasattr(monitor, "history") and hasattr(monitor, "criteria")):    # a monitor
         raise ArgumentError(f"{where}() takes a tf.debug.GradientMonitor, got "
                             f"{type(monitor).__name__}")
     require("matplotlib", "viz", "plots")
@@ -211,5 +282,5 @@ def _save(fig, path):
         raise ArgumentError(f"cannot save a plot as '{path}': the suffix picks the format, "
                             f"one of {', '.join(FORMATS)}")
     if is_root():              # under tf.distributed every rank draws, rank 0 saves
-        fig.savefig(path, format=suffix[1:], dpi=110)
+        fig.savefig(output_path(path), format=suffix[1:], dpi=110)
     return fig

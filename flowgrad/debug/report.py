@@ -1,10 +1,9 @@
-"""Reports of a GradientMonitor: the console summary (``m.summary()``), TensorBoard event
-files (``m.to_tensorboard(logdir)``) and ``tf.debug.report``, one self-contained HTML page
-about a training run's gradients.
+"""``tf.debug.report``: one self-contained HTML page about a training run's gradients.
 
 The page holds the monitor's flags (vanishing, exploding, non-finite, with the step each
-started), its summary table, the plots as inline SVG (loss, gradient norms, gradient flow,
-the last step's histograms) and ``check_grads`` reports. It loads nothing from anywhere: no
+started) and the criteria behind them, its summary table, the per-example gradient norms it
+recorded (a histogram and the worst indices), the plots as inline SVG (loss, gradient
+norms, gradient flow, the last step's histograms) and ``check_grads`` reports. It loads nothing from anywhere: no
 scripts, no fonts, no external URLs; it can be mailed or attached to a CI run. Without
 matplotlib (``pip install 'flowgrad[viz]'``) the page is written without its plots and says so.
 """
@@ -19,7 +18,8 @@ import numpy as np
 from ..distributed.runtime import is_root
 from ..errors import ArgumentError, MissingDependencyError
 from .gradcheck import GradCheckError, GradCheckReport
-from .monitor import GradientMonitor, _edges, require
+from .extras import output_path
+from .monitor import GradientMonitor
 
 _CSS = """
 body{font-family:system-ui,-apple-system,'Segoe UI',sans-serif;margin:2em auto;max-width:1100px;
@@ -78,7 +78,7 @@ def report(monitor=None, path="report.html", checks=None, title="flowgrad gradie
             + "\n".join(parts) + "\n</body></html>\n")
     path = Path(path)
     if is_root():
-        path.write_text(page, encoding="utf-8")
+        output_path(path).write_text(page, encoding="utf-8")
     return path
 
 
@@ -90,11 +90,9 @@ def _monitor_parts(m):
     finite = h.loss[~np.isnan(h.loss)]
     if finite.size:
         meta += f"; loss {_num(finite[0])} &rarr; {_num(finite[-1])}"
-    parts.append(f'<p class="meta">{meta}. Criteria: vanishing when a gradient norm is below '
-                 f'{_crit(m.vanish_threshold, m.vanish_ratio, m.baseline_steps, "below")}; '
-                 f'exploding when above '
-                 f'{_crit(m.explode_threshold, m.explode_ratio, m.baseline_steps, "above")}'
-                 f'{"" if m.patience == 1 else f" for {m.patience} steps in a row"}.</p>')
+    parts.append(f'<p class="meta">{meta}.</p>')
+    parts.append('<ul class="criteria meta">' + "".join(
+        f"<li>{_e(c)}</li>" for c in m.criteria.describe()) + "</ul>")
     parts.append("<h2>Flags</h2>")
     flags = m.flags
     if flags:
@@ -105,8 +103,32 @@ def _monitor_parts(m):
     parts.append(_table(m.summary_rows()))
     parts.append(f"<details><summary>Console summary</summary><pre>{_e(m.summary())}</pre>"
                  f"</details>")
+    if m.per_example:
+        parts += _examples_parts(m)
     parts.append("<h2>Plots</h2>")
     parts.append('<div class="plots">' + "".join(_plots(m)) + "</div>")
+    return parts
+
+
+def _examples_parts(m):
+    """Per-example gradient norms: the worst indices per recorded step, and the latest
+    step's histogram."""
+    parts = ["<h2>Per-example gradient norms</h2>",
+             '<table class="examples"><thead><tr><th>step</th><th>examples</th>'
+             '<th>median norm</th><th>max norm</th><th>non-finite</th>'
+             '<th>worst examples (norm)</th></tr></thead><tbody>']
+    for step in sorted(m.per_example):
+        r = m.per_example[step]
+        finite = r.norms[np.isfinite(r.norms)]
+        worst = ", ".join(f"{i} ({_num(r.norms[i])})" for i in r.worst)
+        parts.append(f"<tr><td>{step}</td><td>{r.norms.size}</td>"
+                     f"<td>{_num(np.median(finite)) if finite.size else '-'}</td>"
+                     f"<td>{_num(finite.max()) if finite.size else '-'}</td>"
+                     f"<td>{int((~np.isfinite(r.norms)).sum())}</td>"
+                     f'<td class="flags">{_e(worst)}</td></tr>')
+    parts.append("</tbody></table>")
+    parts += _svg_figures([(f"Per-example gradient norms (step {max(m.per_example)})",
+                            lambda: m.plot_example_norms())], "e")
     return parts
 
 
@@ -137,16 +159,20 @@ def _table(rows):
 
 
 def _plots(m):
-    try:
-        import matplotlib
-    except ImportError:
-        return ['<p class="note">Plots need matplotlib: pip install \'flowgrad[viz]\'</p>']
     if not m.steps:
         return ['<p class="note">No step recorded: nothing to plot.</p>']
     figs = [("Loss", lambda: m.plot_loss()), ("Gradient norms", lambda: m.plot_grad_norms()),
             ("Gradient flow", lambda: m.plot_grad_flow())]
     if m.bins:
-        figs.append(("Gradient histograms (last step)", lambda: m.plot_histograms(-1)))
+        figs.append(("Gradient histograms (last step)", lambda: m.plot_histograms(step=-1)))
+    return _svg_figures(figs, "f")
+
+
+def _svg_figures(figs, tag):
+    try:
+        import matplotlib
+    except ImportError:
+        return ['<p class="note">Plots need matplotlib: pip install \'flowgrad[viz]\'</p>']
     out = []
     for k, (caption, make) in enumerate(figs):
         try:
@@ -155,10 +181,11 @@ def _plots(m):
             out.append(f'<p class="note">{_e(caption)}: {_e(str(e))}</p>')
             continue
         buf = io.StringIO()
-        with matplotlib.rc_context({"svg.fonttype": "none", "svg.hashsalt": f"fg{k}"}):
+        with matplotlib.rc_context({"svg.fonttype": "none", "svg.hashsalt": f"fg{tag}{k}",
+                                    "text.parse_math": False}):
             fig.savefig(buf, format="svg", metadata={"Creator": None, "Date": None,
                                                      "Format": None, "Type": None})
-        out.append(f'<figure id="plot-{k}">{_inline_svg(buf.getvalue(), f"f{k}-")}'
+        out.append(f'<figure id="plot-{tag}{k}">{_inline_svg(buf.getvalue(), f"{tag}{k}-")}'
                    f"<figcaption>{_e(caption)}</figcaption></figure>")
     return out
 
@@ -195,13 +222,6 @@ def _checks(checks):
     return out
 
 
-def _crit(threshold, ratio, steps, word):
-    out = [] if threshold is None else [f"{threshold:g}"]
-    if ratio is not None:
-        out.append(f"{ratio:g} &times; its median over its first {steps} steps")
-    return " or ".join(out) or "(no criterion)"
-
-
 def _e(s):
     return html.escape(str(s), quote=True)
 
@@ -216,113 +236,3 @@ def _num(x):
 
 def _count(x):
     return "-" if _nan(x) else str(int(x))
-
-
-# ---------------------------------------------------------------- the console summary
-
-def _summary_rows(m):
-    """What ``GradientMonitor.summary_rows`` returns: one dict per variable."""
-    h, flags, rows = m.history, m.flags, []
-    for n in h.names:
-        v = h[n]
-        idx = np.flatnonzero(~np.isnan(v["grad_norm"]) | (v["nan_count"] > 0))
-        last = idx[-1] if idx.size else None
-        norms = v["grad_norm"][np.isfinite(v["grad_norm"])]
-        ur = v["update_ratio"][~np.isnan(v["update_ratio"])]
-        row = {"variable": n, "shape": list(m._shapes[n]), "steps": int(idx.size)}
-        for k in ("grad_norm", "max_abs", "zero_fraction", "nan_count", "inf_count"):
-            row[k] = v[k][last] if last is not None else math.nan
-        row.update(norm_min=norms.min() if norms.size else math.nan,
-                   norm_max=norms.max() if norms.size else math.nan,
-                   update_ratio=ur[-1] if ur.size else math.nan,
-                   flags=", ".join(f"{f.kind}@{f.start}" for f in flags if f.variable == n))
-        rows.append(row)
-    return rows
-
-
-def _console_summary(m):
-    """The text of ``GradientMonitor.summary()`` (see there)."""
-    if not m.steps:
-        return "GradientMonitor: no step recorded yet."
-    h = m.history
-    steps, loss = h.steps, h.loss
-    head = (f"GradientMonitor: {len(steps)} step{'s' if len(steps) > 1 else ''}"
-            f" ({steps[0]}..{steps[-1]})")
-    finite = loss[~np.isnan(loss)]
-    if finite.size == 1:
-        head += f"; loss {_g(finite[0])}"
-    elif finite.size:
-        head += (f"; loss {_g(finite[0])} -> {_g(finite[-1])} (min {_g(finite.min())} at "
-                 f"step {steps[int(np.nanargmin(loss))]})")
-    head += f"; last global gradient norm {_g(m.last_global_norm)}"
-    table = [("variable", "shape", "grad norm", "norm range", "max |g|", "zeros", "NaN",
-              "Inf", "upd/weight", "flags")]
-    for r in m.summary_rows():
-        table.append((r["variable"], str(r["shape"]).replace(" ", ""), _g(r["grad_norm"]),
-                      f"[{_g(r['norm_min'])}, {_g(r['norm_max'])}]", _g(r["max_abs"]),
-                      "-" if _nan(r["zero_fraction"]) else
-                      f"{100 * r['zero_fraction']:.3g}%", _count(r["nan_count"]),
-                      _count(r["inf_count"]), _g(r["update_ratio"]), r["flags"] or "-"))
-    widths = [max(len(row[i]) for row in table) for i in range(len(table[0]))]
-    lines = [head] + ["  ".join(c.ljust(w) for c, w in zip(row, widths)).rstrip()
-                      for row in table]
-    flags = m.flags
-    if not flags:
-        lines.append("No vanishing, exploding or non-finite gradient.")
-        return "\n".join(lines)
-    lines.append("Flags:")
-    groups = {}
-    for f in flags:
-        groups.setdefault((f.kind, f.start), []).append(f)
-    for (kind, start), fs in groups.items():
-        if len(fs) <= 3:
-            lines += [f"  {f}" for f in fs]
-        else:                   # a deep net: one line for the layers flagged together
-            names = [f.variable for f in fs]
-            shown = ", ".join(names[:3] + ["..."] + names[-1:]) if len(names) > 5 \
-                else ", ".join(names)
-            lines.append(f"  {len(fs)} variables {kind} from step {start}: {shown}")
-    return "\n".join(lines)
-
-
-def _g(x):
-    return "-" if _nan(x) else f"{float(x):.4g}"
-
-
-# ---------------------------------------------------------------- TensorBoard
-
-def _write_tensorboard(m, logdir, live=False):
-    """What ``GradientMonitor.to_tensorboard`` does (see there); returns the logdir."""
-    tbx = require("tensorboardX", "tensorboard", "TensorBoard logs")
-    if not is_root():          # one set of event files per run, not one per rank
-        return str(logdir)
-    writer = tbx.SummaryWriter(logdir=str(logdir), flush_secs=5 if live else 120)
-    for i in range(m.steps):
-        _write_step(m, writer, i)
-    writer.flush()
-    if live:
-        m._live.append(writer)
-    else:
-        writer.close()
-    return str(logdir)
-
-
-def _write_step(m, writer, i, ratios_only=False):
-    """Write recorded step ``i`` (index) of monitor ``m`` with a tensorboardX writer."""
-    step = m._steps[i]
-    if not ratios_only:
-        if not math.isnan(m._loss[i]):
-            writer.add_scalar("loss", m._loss[i], step)
-        writer.add_scalar("grad_norm/global", m._global_norm(i), step)
-    for n, vals in m._rows[i].items():
-        if not math.isnan(vals[5]):
-            writer.add_scalar(f"update_ratio/{n}", vals[5], step)
-        if ratios_only:
-            continue
-        if not math.isnan(vals[0]):
-            writer.add_scalar(f"grad_norm/{n}", vals[0], step)
-        h = m._hists.get(i, {}).get(n)
-        if h is not None:
-            _, counts, lo, hi, num, s, s2 = h
-            writer.add_histogram_raw(f"grads/{n}", lo, hi, num, s, s2,
-                                     _edges(h)[1:].tolist(), counts.tolist(), step)

@@ -1,0 +1,34 @@
+"""Small helpers the debug modules share without importing each other: optional
+dependencies, and the bin edges of the monitor's stored histograms."""
+import importlib
+
+import numpy as np
+
+from ..errors import MissingDependencyError
+
+
+def require(module, extra, what):
+    """Import an optional module, or raise MissingDependencyError naming the extra.
+
+    >>> require("numpy", "viz", "arrays").__name__
+    'numpy'
+    """
+    try:
+        return importlib.import_module(module)
+    except ImportError:
+        raise MissingDependencyError(
+            f"{what} need{'s' if not what.endswith('s') else ''} {module.split('.')[0]}: "
+            f"pip install 'flowgrad[{extra}]'") from None
+
+
+def hist_edges(hist):
+    """The bin edges of a stored histogram (np.histogram's edges are this linspace)."""
+    return np.linspace(hist[0][0], hist[0][1], len(hist[1]) + 1)
+
+
+def output_path(path):
+    """``path`` as a Path whose folder exists (reports and plots create it)."""
+    from pathlib import Path
+    p = Path(path)
+    p.parent.mkdir(parents=True, exist_ok=True)
+    return p
