@@ -364,3 +364,25 @@ def test_debug_features_leave_no_seams_on():
     assert tape.dx_hook is None and tape.y_hook is None and engine.on_record is None
     assert engine.run_kernel is inspect.getattr_static(engine, "run_kernel") and \
         engine.run_kernel.__module__ == "flowgrad.engine"
+
+
+def test_check_grads_messages_say_the_error_per_element_and_what_the_numbers_are():
+    """(issue 19) A culprit names how many elements are wrong, the largest absolute and
+    relative errors and the worst element; the per-op numbers are said to come from the op
+    alone with a random cotangent; a passing check at a kink does not print a relative
+    error of 1; projections say they are projections."""
+    op = tf.custom_grad(lambda x, save: (x.square(), lambda dy, s: dy * x * 3))   # 3x, not 2x
+    r = tf.debug.check_grads(lambda x: op(x).sum(), tf.tensor([0.5, 2.0]), raise_on_fail=False)
+    (c,) = r.culprits
+    assert (c.wrong, c.size, c.index) == (2, 2, (1,))
+    assert c.max_rel == pytest.approx(1 / 3, rel=1e-3)            # (3x - 2x) / 3x, by hand
+    assert c.analytic / c.numeric == pytest.approx(1.5, rel=1e-5)
+    text = str(c)
+    assert "2 of 2 elements" in text and "worst at element (1,)" in text
+    assert "random cotangent" in text
+    kink = tf.debug.check_grads(lambda x: x.relu().sum(), tf.tensor([0.0, 2.0]))
+    line = str(kink.checks[0][2][0])
+    assert kink.passed and "(kinks excluded)" in line and "max rel error 1;" not in line
+    big = tf.debug.check_grads(lambda x: op(x).sum(), tf.tensor(np.ones(50)),
+                               raise_on_fail=False, max_elements=10)
+    assert "random projection" in str(big) and "<u, J v>" in str(big)
