@@ -258,9 +258,11 @@ def _run_hooks(fns, g):
         r = fn(g)
         if r is not None:
             if not isinstance(r, E._T) or r.shape != g.shape:
+                site = getattr(fn, "site", None)
                 raise GradientError(f"A gradient hook must return None or a tensor of the "
                                     f"gradient's shape {g.shape}, got "
-                                    f"{getattr(r, 'shape', type(r).__name__)}")
+                                    f"{getattr(r, 'shape', type(r).__name__)}"
+                                    + (f" (the hook registered at {site})" if site else ""))
             g = r
     return g
 

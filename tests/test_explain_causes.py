@@ -157,3 +157,39 @@ def test_the_skipped_step_warning_points_at_the_minimize_line():
     finally:
         w.dispose()
         opt.dispose()
+
+
+def test_every_debug_tool_names_the_same_user_line():
+    """One helper (debug/sites.py) finds the user's frame for explain, numerics,
+    check_grads, hooks, warnings and the graph: they all name the same line."""
+    import inspect
+    import warnings
+    sq = tf.custom_grad(lambda x, save: (x.square(), lambda dy, s: dy * x * 3))
+
+    def f(x, z):
+        return sq(x).log().sum() + z.mul(-1).relu().sum()
+    where = f"{HERE}:{inspect.getsourcelines(f)[1] + 1}"
+    x, z = tf.tensor([0.0, 2.0]), tf.tensor([1.0, 3.0])
+    found = {}
+    e = tf.debug.explain_gradient(f, x, z)[1]                       # z: a dead relu
+    found["explain"] = next(r for r in e.reasons if "relu" in r)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        with tf.debug.check_numerics(mode="warn") as chk:
+            f(x, z)                                                 # log(0) = -inf
+    found["numerics"] = str(chk.findings[0].site)
+    g = tf.debug.graph(f, x, z)
+    found["graph"] = str(next(n.site for n in g.nodes if n.label == "log"))
+    r = tf.debug.check_grads(lambda x: f(x, z), tf.tensor([0.5, 2.0]), raise_on_fail=False)
+    found["check_grads"] = str(r.culprits[0].site)
+    def hooked(x):
+        y = x * 3
+        y.register_hook(lambda g: tf.tensor([1.0]))                 # the wrong shape
+        return y.sum()
+    with pytest.raises(tf.GradientError) as err:
+        tf.grad(hooked)(x)
+    found["hook"] = str(err.value)
+    assert f"{HERE}:{inspect.getsourcelines(hooked)[1] + 2}" in found.pop("hook")
+    for tool, text in found.items():
+        assert where in text, f"{tool}: {text}"
+    tf.dispose([x, z])

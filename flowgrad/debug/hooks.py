@@ -10,6 +10,18 @@ import weakref
 from .. import tape
 from ..errors import ArgumentError
 from ..tensor import Tensor
+from . import sites
+
+
+class _Hook:
+    """A hook and the user's line that registered it (named when it misbehaves)."""
+    __slots__ = ("fn", "site")
+
+    def __init__(self, fn):
+        self.fn, self.site = fn, sites.capture(2)
+
+    def __call__(self, g):
+        return self.fn(g)
 
 
 class HookHandle:
@@ -61,6 +73,7 @@ def register_hook(self, fn):
     (18.0, [6.0])
     """
     _check_fn(fn)
+    fn = _Hook(fn)
     n = self._node
     if n is not None and n.sess is not None and n.sess.alive and n.inputs:
         tape.any_node_hooks = True
@@ -98,7 +111,7 @@ def on_gradient(variable, fn):
         raise ArgumentError(f"on_gradient() takes a Variable (or a tensor), got "
                             f"{type(variable).__name__}")
     _check_fn(fn)
-    return _source_hook(variable, fn)
+    return _source_hook(variable, _Hook(fn))
 
 
 Tensor.register_hook = register_hook
