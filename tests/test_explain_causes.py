@@ -24,6 +24,8 @@ CASES = [
     ("item", lambda x: tf.scalar(x.sum().item()) * 2, "missing",
      ["item()", "a tensor computed from x"]),
     ("float", lambda x: tf.scalar(float(x.sum())), "missing", ["float()"]),
+    ("numpy function", lambda x: tf.tensor(np.median(x)) * x.sum(), "missing",
+     ["np.median()", "Use tf.top_k"]),
     ("stop_gradient", lambda x: tf.stop_gradient(x).sum(), "missing", ["stop_gradient"]),
     ("int index", lambda x: tf.gather(tf.tensor([1.0, 2.0, 3.0]), x.cast("int32")).sum(),
      "zero", ["gather", "int32 input", "cast to int32"]),

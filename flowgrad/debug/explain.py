@@ -90,6 +90,10 @@ def explain_gradient(f, *args):
                 return [InputExplanation(lab, "missing", [
                     f"f used a tensor disposed inside f (by dispose() or a tidy): {e}"])
                     for lab in labels], []
+            except FlowgradError as e:      # e.g. a NumPy function with no flowgrad op
+                where = _raised_at(e)
+                return [InputExplanation(lab, "missing", [
+                    f"f stopped with an error{where}: {e}"]) for lab in labels], []
             finally:
                 E._tracer = watcher.previous
                 E.end_recording()
@@ -207,6 +211,20 @@ def _explain(y, xs, labels, sess, reads=()):
             reasons.append("every rule on the path gives 0 at this point")
         result.append(InputExplanation(label, status, reasons))
     return result
+
+
+def _raised_at(e):
+    """ at file:line of the user's frame where ``e`` was raised ('' if none)."""
+    tb, last = e.__traceback__, None
+    while tb is not None:
+        if not sites.internal(tb.tb_frame.f_code.co_filename):
+            last = tb
+        tb = tb.tb_next
+    if last is None:
+        return ""
+    import linecache
+    fn, ln = last.tb_frame.f_code.co_filename, last.tb_lineno
+    return f" at {fn}:{ln}: {linecache.getline(fn, ln).strip()}"
 
 
 def _nonzero(t):
