@@ -249,3 +249,54 @@ def test_per_example_grad_norms_find_a_poisoned_example_and_match_a_loop():
         assert tf.debug.worst_examples(norms, 2) == [5, 11]
     finally:
         tf.dispose([w1, w2])
+
+
+# ---------------------------------------------------------------- kernels the oracle table
+# (differentiable functions) does not reach: boolean, integer and index kernels, and the
+# second-order kernels of pooling and dilation
+
+_R = np.random.default_rng(5)
+_F = _R.normal(size=(B, 6))                               # floats, a NaN and an Inf below
+_F[0, 1], _F[1, 2] = np.nan, np.inf
+_I = _R.integers(0, 4, size=(B, 6))
+_BOOL = _R.random((B, 6)) > 0.5
+_IMG = _R.normal(size=(B, 1, 5, 5, 2))
+
+EXTRA = [
+    ("all/any", lambda b: [tf.all(b, 0), tf.any(b)], [_BOOL]),
+    ("arg_max/arg_min", lambda x: [tf.arg_max(x), tf.arg_min(x)], [_F[:, :4] * 0 + _R.normal(
+        size=(B, 4))]),
+    ("logical", lambda a, b: [tf.logical_not(a), tf.logical_or(a, b), tf.logical_xor(a, b)],
+     [_BOOL, ~_BOOL[::-1]]),
+    ("is_nan/is_inf", lambda x: [tf.is_nan(x), tf.is_inf(x)], [_F]),
+    ("one_hot", lambda i: tf.one_hot(i, 4), [_I]),
+    ("ones/zeros_like", lambda x: [tf.ones_like(x), tf.zeros_like(x)], [_F]),
+    ("search_sorted", lambda s, v: tf.search_sorted(s, v), [np.sort(_R.normal(size=(B, 6))),
+                                                           _R.normal(size=(B, 3))]),
+    ("bincount", lambda i, w: tf.bincount(i, w, 5), [_I.astype(np.int32), _R.random((B, 6))]),
+    ("gather, batched indices", lambda x, i: tf.gather(x, i), [_R.normal(size=(B, 6)), _I]),
+    ("dilation2d", lambda x, f: tf.dilation2d(x, f, 1, "same"),
+     [_IMG, _R.normal(size=(B, 2, 2, 2))]),
+    ("pool grad-grad", lambda x: tf.grad(lambda v: tf.grad(
+        lambda u: tf.max_pool(u, 2, 1, "valid").square().sum())(v).square().sum())(x),
+     [_IMG]),
+    ("avg_pool grad", lambda x: tf.grad(lambda v: tf.avg_pool(v, 2, 1, "valid").square()
+                                        .sum())(x), [_IMG]),
+]
+
+
+def _to(a):
+    if a.dtype == bool:
+        return tf.tensor(a)
+    if a.dtype.kind == "i":
+        return tf.tensor(a, dtype="int32")
+    return tf.tensor(a, dtype="float64")
+
+
+@pytest.mark.parametrize("name, f, arrays", EXTRA, ids=[e[0] for e in EXTRA])
+def test_vmap_matches_a_loop_for_the_other_kernels(name, f, arrays):
+    got = _flat(tf.vmap(f)(*[_to(a) for a in arrays]))
+    outs = [_flat(f(*[_to(a[i]) for a in arrays])) for i in range(B)]
+    for k, g in enumerate(got):
+        want = np.stack([o[k].numpy() for o in outs])
+        np.testing.assert_array_equal(g.numpy(), want, err_msg=f"{name}, output {k}")
