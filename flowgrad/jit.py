@@ -8,7 +8,8 @@ argument, an earlier kernel, a variable (read afresh at every call) or a constan
 calls run the recorded kernels in order, with no tensors, tape, scopes or checks in
 between, freeing each intermediate after its last use. Large float intermediates of
 elementwise kernels are written into buffers preallocated once and reused as lifetimes
-allow (no page faults on fresh arrays, accumulation in place).
+allow (no page faults on fresh arrays, accumulation in place); large chains of elementwise
+kernels are fused and run block by block in cache (flowgrad/fusion.py).
 
 What a trace cannot see: Python decisions on tensor values (reading a value while tracing
 raises JitError), tensors the function reads from its closure (constants of the trace:
@@ -25,6 +26,7 @@ import threading
 import numpy as np
 
 from . import batching as _batching
+from . import fusion as _fusion
 from . import engine as E
 from .errors import ArgumentError, JitError
 from .names import Result
@@ -135,10 +137,10 @@ def _unflatten(tpl, leaves):
 class _Program:
     """A trace compiled to a Python function over arrays."""
 
-    def __init__(self, tracer, n_args, out_refs, template):
+    def __init__(self, tracer, n_args, out_refs, template, threads=None):
         self.template = template
         self.out_kinds = [r[0] for r in out_refs]
-        self.fn, self.namespace = _compile(tracer, n_args, out_refs)
+        self.fn, self.namespace = _compile(tracer, n_args, out_refs, threads)
         self.source = self.namespace["__source__"]      # the replay, as Python code
 
     def __call__(self, arrays):
@@ -225,7 +227,34 @@ def _two(dtype):
     return _TWOS[key]
 
 
-def _compile(tr, n_args, out_refs):
+def _reads(st):
+    return st[2] if st[0] != "a" else (st[2],)
+
+
+def _liveness(steps, out_refs):
+    """The last step reading each slot, and the slots that outlive the replay (returned,
+    assigned to variables, or viewed by those)."""
+    last = {}
+    for i, st in enumerate(steps):
+        for r in _reads(st):
+            if r[0] == "s":
+                last[r[1]] = i
+    escape = {r[1] for r in out_refs if r[0] == "s"}
+    escape |= {st[2][1] for st in steps if st[0] == "a" and st[2][0] == "s"}
+    # a non-elementwise kernel may return a view of its input: inputs of views that escape
+    # escape too, and an input lives as long as the output that may view it
+    for st in reversed(steps):
+        if st[0] == "k" and st[1].ufunc is None:
+            outs = st[4]
+            for r in st[2]:
+                if r[0] == "s":
+                    if any(o in escape for o in outs):
+                        escape.add(r[1])
+                    last[r[1]] = max([last.get(o, -1) for o in outs] + [last.get(r[1], -1)])
+    return last, escape
+
+
+def _compile(tr, n_args, out_refs, threads=None):
     steps, out_refs = _simplify(tr, out_refs)
     # __name__: NumPy's warnings from the replay are flowgrad's (filtered like kernels')
     ns = {"np": np, "B": E.B, "_set": _set_var, "__name__": "flowgrad.jit.replay"}
@@ -243,24 +272,10 @@ def _compile(tr, n_args, out_refs):
             ns[names[key]] = val[()] if isinstance(val, np.ndarray) and val.ndim == 0 else val
         return names[key] + ("._data" if kind == "v" else "")
 
-    # liveness: the last step reading each slot
-    last = {}
-    for i, st in enumerate(steps):
-        for r in (st[2] if st[0] == "k" else (st[2],)):
-            if r[0] == "s":
-                last[r[1]] = i
-    escape = {r[1] for r in out_refs if r[0] == "s"}
-    escape |= {st[2][1] for st in steps if st[0] == "a" and st[2][0] == "s"}
-    # a non-elementwise kernel may return a view of its input: inputs of views that escape
-    # escape too, and an input lives as long as the output that may view it
-    for st in reversed(steps):
-        if st[0] == "k" and st[1].ufunc is None:
-            outs = st[4]
-            for r in st[2]:
-                if r[0] == "s":
-                    if any(o in escape for o in outs):
-                        escape.add(r[1])
-                    last[r[1]] = max([last.get(o, -1) for o in outs] + [last.get(r[1], -1)])
+    last, escape = _liveness(steps, out_refs)
+    steps = _fusion.fuse(steps, tr.meta, escape, _IMPURE, threads)
+    if any(st[0] == "f" for st in steps):
+        last, escape = _liveness(steps, out_refs)
     pools, handed = _plan(tr, steps, last, escape)
     lines = ["def replay(args):"]
     bound = set()          # handed-out buffers already fetched in this call
@@ -271,6 +286,21 @@ def _compile(tr, n_args, out_refs):
     for i, st in enumerate(steps):
         if st[0] == "a":
             lines.append(f"    _set({name_of(('c', st[1]))}, {name_of(st[2])})")
+        elif st[0] == "f":
+            # a fused chain: its outputs in pooled buffers, or recycled where returned
+            _, fc, refs, _, outs = st
+            ns[f"g{i}"] = fc
+            bufs = []
+            for o in outs:
+                if o in pools:
+                    ns[f"p{o}"] = pools[o]
+                    bufs.append(f"p{o}")
+                else:
+                    ns[f"r{o}"] = _Recycled(*tr.meta[o])
+                    bufs.append(f"r{o}()")
+            args = "".join(name_of(r) + ", " for r in refs)
+            target = "".join(f"s{o}, " for o in outs)
+            lines.append(f"    {target}= g{i}(({args}), ({''.join(b + ', ' for b in bufs)}))")
         else:
             _, prim, refs, attrs, outs = st
             args = ", ".join(name_of(r) for r in refs)
@@ -363,6 +393,14 @@ def _plan(tr, steps, last, escape):
     for i, st in enumerate(steps):
         for key, buf in release.pop(i - 1, ()):
             free.setdefault(key, []).append(buf)
+        if st[0] == "f":
+            for o in st[4]:
+                if o not in escape:
+                    key = tr.meta[o]
+                    buf = free[key].pop() if free.get(key) else E.B.empty(key[0], dtype=key[1])
+                    pools[o] = buf
+                    release.setdefault(last.get(o, i), []).append((key, buf))
+            continue
         if st[0] != "k":
             continue
         prim, refs, outs = st[1], st[2], st[4]
@@ -413,25 +451,38 @@ _F = TypeVar("_F", bound=Callable[..., Any])
 
 
 @overload
-def jit(fn: _F, *, max_traces: int = ...) -> _F: ...
+def jit(fn: _F, *, max_traces: int = ..., threads: int | None = ...) -> _F: ...
 @overload
-def jit(fn: None = None, *, max_traces: int = ...) -> Callable[[_F], _F]: ...
+def jit(fn: None = None, *, max_traces: int = ...,
+        threads: int | None = ...) -> Callable[[_F], _F]: ...
 
 
-def jit(fn: Any = None, *, max_traces: int = MAX_TRACES) -> Any:
+def jit(fn: Any = None, *, max_traces: int = MAX_TRACES, threads: int | None = None) -> Any:
     """Trace ``fn`` once per input signature and replay its kernels as flat NumPy code.
 
     The same results as calling fn, for functions whose Python control flow does not
     depend on tensor values. Inside a recording gradient function fn runs eagerly (so it
     can be differentiated).
 
+    Chains of elementwise kernels (forward and backward) on 32768 elements or more are
+    fused (flowgrad/fusion.py): each chain runs block by block (16384 elements) through
+    small reused buffers, so its intermediates stay in cache; the results are eager's to
+    the bit. ``threads`` splits the blocks of each fused chain among that many threads
+    (default: the environment variable ``FLOWGRAD_JIT_THREADS``, else 1); any thread
+    count gives the same bits.
+
     >>> import flowgrad as tf
     >>> step = tf.jit(tf.grad(lambda x: (x.sin() * x).sum()))
     >>> step(tf.tensor([1.0, 2.0])).shape, step(tf.tensor([3.0, 4.0])).shape
     ((2,), (2,))
+    >>> f = tf.jit(lambda x: x.exp() * x.sin() + x * x, threads=2)
+    >>> x = tf.linspace(-1, 1, 100_000)
+    >>> _ = f(x)  # traced
+    >>> bool((f(x).numpy() == (x.exp() * x.sin() + x * x).numpy()).all())
+    True
     """
     if fn is None:
-        return functools.partial(jit, max_traces=max_traces)
+        return functools.partial(jit, max_traces=max_traces, threads=threads)
     if not callable(fn):
         raise ArgumentError(f"tf.jit(fn): fn must be a function, got {type(fn).__name__}")
     programs: dict[Any, Any] = {}
@@ -460,7 +511,7 @@ def jit(fn: Any = None, *, max_traces: int = MAX_TRACES) -> Any:
         if not _tracing.acquire(blocking=False):
             return fn(*args)           # another thread is tracing: this call runs eagerly
         try:
-            result, prog = _trace(fn, ts)
+            result, prog = _trace(fn, ts, threads)
         finally:
             _tracing.release()
         if len(programs) >= max_traces:
@@ -475,7 +526,7 @@ def jit(fn: Any = None, *, max_traces: int = MAX_TRACES) -> Any:
 _EAGER = object()       # a program for these shapes: run fn eagerly (it uses tf.vmap)
 
 
-def _trace(fn, ts):
+def _trace(fn, ts, threads=None):
     from .tensor import _VARIABLES
     tr = _Tracer()
     for t in ts:
@@ -499,4 +550,4 @@ def _trace(fn, ts):
     leaves = []
     template = _flatten(result, leaves)
     out_refs = [tr.ref(t) for t in leaves]
-    return result, _Program(tr, len(ts), out_refs, template)
+    return result, _Program(tr, len(ts), out_refs, template, threads)

@@ -1,0 +1,258 @@
+"""Fusion of elementwise chains in a ``tf.jit`` replay, evaluated in cache-sized blocks.
+
+A replay runs one NumPy call per kernel: on large arrays every intermediate makes a round
+trip through main memory, so a chain of k elementwise kernels streams ~3k arrays. Here a
+maximal run of elementwise kernels (float ufuncs of one dtype, every input of the output's
+size or of size 1) becomes one step that walks the arrays block by block (BLOCK elements):
+each kernel writes into a small block buffer reused along the chain, intermediates used only
+inside the chain never leave the L2 cache, and only the chain's inputs and the outputs used
+outside it touch main memory.
+
+NOTE: exactness: every kernel still runs as the same ufunc on the same operands; only the
+slicing differs. NumPy's ufunc loops compute each element independently of where the slice
+starts or ends (SIMD tails included: tests/test_jit_fusion.py checks every fusable op), so
+fused results equal eager ones bit for bit, with any block size and thread count. No
+reduction is fused (a blockwise sum would change the summation order, hence the bits).
+
+Threads: blocks are shared among ``threads`` workers (NumPy ufuncs release the GIL), each
+with its own block buffers and a contiguous range of blocks; the default comes from the
+environment variable ``FLOWGRAD_JIT_THREADS`` (1 when unset).
+"""
+from __future__ import annotations
+
+import contextvars
+import os
+import threading
+from concurrent.futures import ThreadPoolExecutor
+
+import numpy as np
+
+from . import engine as E
+
+BLOCK = 16384          # elements a block: 64 KB of float32, several buffers fit in L2
+FUSE_MIN = 2 * BLOCK   # smaller chains: the plain replay (one call a kernel) is as fast
+THREAD_MIN = 1 << 18   # elements per thread below which a thread costs more than it saves
+
+
+def _env_threads():
+    try:
+        return max(1, int(os.environ.get("FLOWGRAD_JIT_THREADS", "1")))
+    except ValueError:
+        return 1
+
+
+THREADS = _env_threads()       # default thread count of fused regions (tf.jit(threads=))
+
+_pool = None
+_pool_lock = threading.Lock()
+
+
+def _executor():
+    global _pool
+    with _pool_lock:
+        if _pool is None:
+            _pool = ThreadPoolExecutor(max_workers=max(1, (os.cpu_count() or 2) - 1),
+                                       thread_name_prefix="flowgrad-jit")
+        return _pool
+
+
+def _size(shape):
+    n = 1
+    for d in shape:
+        n *= d
+    return n
+
+
+def _fusable(st, meta, float_dtypes):
+    """(size, dtype) of an elementwise kernel that may join a fused chain, else None."""
+    if st[0] != "k":
+        return None
+    prim, refs, attrs, outs = st[1], st[2], st[3], st[4]
+    if prim.ufunc is None or prim.multi or attrs or len(outs) != 1:
+        return None
+    shape, dt = meta[outs[0]]
+    if dt not in float_dtypes:        # (the ufunc attribute holds for float inputs only)
+        return None
+    n = _size(shape)
+    for kind, val in refs:
+        if kind == "s":
+            rshape, rdt = meta[val]
+        elif kind == "c" and isinstance(val, np.ndarray):
+            rshape, rdt = val.shape, val.dtype
+        else:                         # variables: their shape may change between calls
+            return None
+        if rdt != dt or _size(rshape) not in (n, 1):
+            return None
+    return n, dt
+
+
+def fuse(steps, meta, escape, impure, threads=None):
+    """The replay's steps with each maximal elementwise chain of at least two kernels on
+    FUSE_MIN elements or more replaced by ``("f", FusedChain, inputs, None, outputs)``.
+
+    Non-elementwise steps that do not read the open chain's results are moved before it
+    (the chain runs where it ends), so a chain is not cut by an unrelated kernel."""
+    if E.B.name != "numpy" or not E.B.supports_out:
+        return steps
+    readers = {}
+    for i, st in enumerate(steps):
+        for r in (st[2] if st[0] == "k" else (st[2],)):
+            if r[0] == "s":
+                readers.setdefault(r[1], []).append(i)
+    out, chain, made, key = [], [], set(), None
+
+    def close():
+        if len(chain) >= 2:
+            members = {i for i, _ in chain}
+            out.append(_chain_step([st for _, st in chain], members, readers, escape,
+                                   key, threads, meta))
+        else:
+            out.extend(st for _, st in chain)
+        chain.clear()
+        made.clear()
+
+    for i, st in enumerate(steps):
+        k = _fusable(st, meta, E.B.float_dtypes)
+        if k is not None and k[0] >= FUSE_MIN:
+            if k != key:
+                close()
+                key = k
+            chain.append((i, st))
+            made.add(st[4][0])
+            continue
+        refs = st[2] if st[0] == "k" else (st[2],)
+        if chain and (any(r[0] == "s" and r[1] in made for r in refs) or
+                      (st[0] == "k" and st[1].name.startswith(impure))):
+            close()
+        out.append(st)
+    close()
+    return out
+
+
+def _key(ref):
+    return ref if ref[0] == "s" else ("c", id(ref[1]))
+
+
+def _chain_step(members, indices, readers, escape, key, threads, meta):
+    made = {st[4][0] for st in members}
+    # the chain's results read after it (or returned, or assigned to a variable)
+    outs = tuple(s for s in (st[4][0] for st in members)
+                 if s in escape or any(j not in indices for j in readers.get(s, ())))
+    ins, seen = [], set()
+    for st in members:
+        for r in st[2]:
+            if (r[0] != "s" or r[1] not in made) and _key(r) not in seen:
+                seen.add(_key(r))
+                ins.append(r)
+    # which inputs are sliced per block (the others have one element: broadcast whole)
+    full = tuple(_size(meta[r[1]][0] if r[0] == "s" else r[1].shape) == key[0] for r in ins)
+    fc = FusedChain(members, tuple(ins), full, outs, key[0], key[1], threads)
+    return ("f", fc, tuple(ins), None, outs)
+
+
+class FusedChain:
+    """One fused chain: ``fc(inputs, outputs)`` fills the output arrays (full size, given by
+    the replay) from the inputs, block by block, and returns them."""
+
+    def __init__(self, members, ins, full, outs, n, dtype, threads):
+        self.n, self.dtype, self.threads, self.block = n, dtype, threads, BLOCK
+        self.ins, self.outs = ins, outs
+        self.names = [st[1].name for st in members]
+        self._tmp_cache = {}       # worker -> its block buffers, made on first use
+        self.run, self.n_tmp, self.source = _compile(members, ins, full, outs)
+
+    def __repr__(self):
+        return f"<fused {'+'.join(self.names)} on {self.n} elements>"
+
+    def __call__(self, ins, outs):
+        flat_in = [a.reshape(-1) if getattr(a, "ndim", 0) else a for a in ins]
+        flat_out = [o.reshape(-1) for o in outs]
+        threads = self.threads or THREADS
+        n = self.n
+        t = min(threads, max(1, n // THREAD_MIN))
+        if t <= 1:
+            self.run(0, n, flat_in, flat_out, self._tmps(0))
+            return outs
+        # contiguous ranges of whole blocks, one per worker; this thread takes the first
+        per = -(-n // (t * self.block)) * self.block
+        pool = _executor()
+        futs = [pool.submit(contextvars.copy_context().run, self.run, lo, min(lo + per, n),
+                            flat_in, flat_out, self._tmps(w))
+                for w, lo in enumerate(range(per, n, per), 1)]
+        try:
+            self.run(0, per, flat_in, flat_out, self._tmps(0))
+        finally:
+            for f in futs:          # (never leave workers writing into returned buffers)
+                f.result()
+        return outs
+
+    def _tmps(self, worker):
+        bufs = self._tmp_cache.get(worker)
+        if bufs is None:
+            bufs = self._tmp_cache[worker] = [np.empty(self.block, self.dtype)
+                                    for _ in range(self.n_tmp)]
+        return bufs
+
+
+def _compile(members, ins, full, outs):
+    """The block loop as Python source: names i* (inputs), o* (outputs), t* (block
+    buffers), u* (ufuncs)."""
+    ns = {}
+    name = {}           # slot / input key -> expression inside a block
+    pre = []            # per-block slicing of inputs and outputs
+    for j, r in enumerate(ins):
+        key = _key(r)
+        if r[0] == "c" and not full[j]:
+            # NOTE: a size-1 constant as a NumPy scalar of its dtype: the same result as
+            # broadcasting the array (NumPy 2: a typed scalar keeps its dtype)
+            ns[f"k{j}"] = r[1].reshape(())[()]
+            name[key] = f"k{j}"
+        elif full[j]:
+            pre.append(f"x{j} = i{j}[a:b]")
+            name[key] = f"x{j}"
+        else:
+            name[key] = f"i{j}"       # a size-1 slot: broadcast whole
+    out_pos = {s: j for j, s in enumerate(outs)}
+    # liveness inside the chain: the last member reading each internal slot
+    last = {}
+    for m, st in enumerate(members):
+        for r in st[2]:
+            if r[0] == "s":
+                last[r[1]] = m
+    free, n_tmp, body = [], 0, []
+    tmp_of = {}
+    for m, st in enumerate(members):
+        prim, refs, o = st[1], st[2], st[4][0]
+        ns[f"u{m}"] = getattr(E.B, prim.ufunc)
+        args = ", ".join(name[_key(r)] for r in refs)
+        dying = list(dict.fromkeys(r[1] for r in refs if r[0] == "s" and r[1] in tmp_of and
+                                   last[r[1]] == m))
+        for s in dying:          # elementwise: an input dying here may take the output
+            free.append(tmp_of.pop(s))
+        if o in out_pos:
+            target = f"y{out_pos[o]}"
+            pre.append(f"{target} = o{out_pos[o]}[a:b]")
+        elif o not in last:
+            continue             # (unread and not an output: cannot happen after _simplify)
+        else:
+            t = free.pop() if free else n_tmp
+            n_tmp = max(n_tmp, t + 1)
+            tmp_of[o] = t
+            target = f"t{t}"
+        name[("s", o)] = target
+        body.append(f"u{m}({args}, out={target})")
+    tmps = ", ".join(f"t{t}" for t in range(n_tmp))
+    lines = ["def run(lo, hi, ins, outs, tmps):"]
+    lines += [f"    {', '.join(f'i{j}' for j in range(len(ins)))}, = ins"] if ins else []
+    lines += [f"    {', '.join(f'o{j}' for j in range(len(outs)))}, = outs"]
+    lines += [f"    {tmps}, = tmps"] if n_tmp else []
+    lines += [f"    for a in range(lo, hi, {BLOCK}):",
+              f"        b = a + {BLOCK}",
+              "        if b > hi:",
+              "            b = hi"]
+    lines += [f"            t{t} = t{t}[:b - a]" for t in range(n_tmp)]
+    lines += [f"        {line}" for line in pre + body]
+    src = "\n".join(lines)
+    ns["__name__"] = "flowgrad.jit.replay"      # (warnings filtered like kernels')
+    exec(compile(src, "<flowgrad.fusion>", "exec"), ns)
+    return ns["run"], n_tmp, src

@@ -1,0 +1,244 @@
+"""tf.jit fusion (flowgrad/fusion.py): fused elementwise chains give eager's results to the
+bit — every fusable op of the table, forward and backward, seeded random chains, sizes that
+are not a multiple of the block, one or two threads — and small inputs are not fused."""
+import numpy as np
+import pytest
+
+import flowgrad as tf
+from flowgrad import fusion
+from flowgrad.ops import PRIMITIVES
+from oracle_cases import BINARY, DOMAINS, UNARY
+
+BLOCK = 1000                  # small blocks: several per test array, fast tests
+N = 7 * BLOCK + 13            # not a multiple of the block
+
+
+@pytest.fixture(autouse=True)
+def small_blocks(monkeypatch):
+    monkeypatch.setattr(fusion, "BLOCK", BLOCK)
+    monkeypatch.setattr(fusion, "FUSE_MIN", 2 * BLOCK)
+    monkeypatch.setattr(fusion, "THREAD_MIN", 2 * BLOCK)   # two threads do split N
+
+
+def chains(jf):
+    """The fused chains in jf's compiled programs."""
+    return [v for p in jf.traces.values() for v in p.namespace.values()
+            if isinstance(v, fusion.FusedChain)]
+
+
+def bits_equal(a, b):
+    a, b = np.asarray(a), np.asarray(b)
+    assert a.shape == b.shape and a.dtype == b.dtype
+    # the bytes: NaNs compare equal when their bits do, and -0.0 differs from 0.0
+    np.testing.assert_array_equal(a.reshape(-1).view(np.uint8), b.reshape(-1).view(np.uint8))
+
+
+def run_both(f, arrays, threads=1):
+    """f's results eagerly, traced, and replayed (twice, new values the second time)."""
+    jf = tf.jit(f, threads=threads)
+    ts = [tf.tensor(a) for a in arrays]
+    eager = _leaves(f(*ts))
+    jf(*ts)
+    replay = _leaves(jf(*ts))
+    assert chains(jf), "nothing was fused"
+    for e, r in zip(eager, replay):
+        bits_equal(r, e)
+    ts2 = [tf.tensor(a[::-1].copy()) for a in arrays]
+    for e, r in zip(_leaves(f(*ts2)), _leaves(jf(*ts2))):
+        bits_equal(r, e)
+    return jf
+
+
+def _leaves(out):
+    if isinstance(out, tf.Tensor):
+        return [out.numpy()]
+    if hasattr(out, "_fields"):                      # value_and_grad's Result
+        return [v for k in out._fields for v in _leaves(getattr(out, k))]
+    if isinstance(out, dict):
+        return [v for k in sorted(out, key=str) for v in _leaves(out[k])]
+    if isinstance(out, (list, tuple)):
+        return [v for o in out for v in _leaves(o)]
+    return [out]
+
+
+def sample(domain, shape, seed, dtype=np.float32):
+    return np.asarray(DOMAINS[domain](np.random.default_rng(seed), shape), dtype=dtype)
+
+
+FUSABLE_UNARY = [(n, f, d) for n, f, _, d in UNARY
+                 if n in {"abs", "acos", "acosh", "asin", "asinh", "atan", "atanh", "cos",
+                          "cosh", "exp", "expm1", "log", "log1p", "neg", "sin", "sinh",
+                          "sqrt", "square", "tan", "tanh"}]
+FUSABLE_BINARY = [(n, f, da, db) for n, f, _, da, db in BINARY
+                  if n in {"add", "sub", "mul", "div", "pow", "atan2", "maximum", "minimum"}]
+
+
+def test_the_lists_cover_every_ufunc_primitive():
+    ufuncs = {p.ufunc for p in PRIMITIVES.values() if p.ufunc}
+    assert len(FUSABLE_UNARY) + len(FUSABLE_BINARY) == len(ufuncs) == 28
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("name, op, dom", FUSABLE_UNARY, ids=[c[0] for c in FUSABLE_UNARY])
+def test_unary_forward_and_backward_bitwise(name, op, dom, dtype):
+    x = sample(dom, (N,), 1, dtype)
+
+    def f(t):
+        y = op(t)
+        return y * t + y          # the op, then a chain on its result
+
+    run_both(f, [x])
+    run_both(tf.value_and_grad(lambda t: f(t).sum()), [x])
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("name, op, da, db", FUSABLE_BINARY,
+                         ids=[c[0] for c in FUSABLE_BINARY])
+def test_binary_forward_and_backward_bitwise(name, op, da, db, dtype):
+    a, b = sample(da, (N,), 2, dtype), sample(db, (N,), 3, dtype)
+
+    def f(s, t):
+        y = op(s, t)
+        return (y * s - t) * 0.5 + op(s, 1.5) if name != "pow" else (y * s - t) * 0.5
+
+    run_both(f, [a, b])
+    vg = tf.value_and_grads(lambda s, t: f(s, t).sum())
+    run_both(lambda s, t: vg([s, t]), [a, b])
+
+
+UN = ["sin", "cos", "exp", "tanh", "atan", "square", "neg", "abs", "sinh"]
+BIN = ["add", "sub", "mul", "maximum", "minimum", "div"]
+
+
+def random_chain(seed, length=12):
+    """A seeded random elementwise program of two inputs: unary and binary ops on earlier
+    values (shared intermediates), Python and size-1 scalars, a second output."""
+    rng = np.random.default_rng(seed)
+    scale = tf.tensor(np.float32([0.75]))          # size 1: broadcast whole
+
+    def f(x, y):
+        vals = [x, y]
+        for _ in range(length):
+            kind = rng.integers(3)
+            a = vals[rng.integers(len(vals))]
+            if kind == 0:
+                v = getattr(tf, UN[rng.integers(len(UN))])(a.mul(0.25))
+            elif kind == 1:
+                v = getattr(tf, BIN[rng.integers(len(BIN))])(a, vals[rng.integers(len(vals))])
+            else:
+                v = a * scale + float(rng.normal())
+            vals.append(v.tanh() if kind == 1 else v)    # (tanh: keeps values bounded)
+        return vals[-1] + vals[-2], vals[-3]
+    state = rng.bit_generator.state
+
+    def fresh(x, y):          # the same program at every call (trace, replay, eager)
+        rng.bit_generator.state = state
+        return f(x, y)
+    return fresh
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_random_chains_forward_and_backward_bitwise(seed):
+    f = random_chain(seed)
+    x, y = sample("real", (N,), 10 + seed), sample("real", (N,), 20 + seed)
+    run_both(f, [x, y])
+    g = tf.grads(lambda a, b: (f(a, b)[0] * f(a, b)[1] + a * b).sum())
+    run_both(lambda a, b: g([a, b]), [x, y])
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_two_threads_give_the_numbers_of_one(seed):
+    g = tf.grads(lambda a, b: (random_chain(seed)(a, b)[0].exp() * b).sum())
+
+    def f(a, b):
+        return g([a, b])
+    x, y = sample("real", (N,), seed), sample("real", (N,), seed + 5)
+    one = run_both(f, [x, y], threads=1)
+    two = run_both(f, [x, y], threads=2)
+    xs = [tf.tensor(x), tf.tensor(y)]
+    for a, b in zip(_leaves(one(*xs)), _leaves(two(*xs))):
+        bits_equal(a, b)
+
+
+def test_threads_default_from_the_environment(monkeypatch):
+    monkeypatch.setenv("FLOWGRAD_JIT_THREADS", "2")
+    assert fusion._env_threads() == 2
+    monkeypatch.setenv("FLOWGRAD_JIT_THREADS", "many")
+    assert fusion._env_threads() == 1
+    monkeypatch.setattr(fusion, "THREADS", 2)        # what threads=None uses
+    x = sample("real", (N,), 4)
+    run_both(lambda t: t.sin() * t.cos() + t, [x], threads=None)
+
+
+def test_default_block_size_and_shapes_that_broadcast_equal_sizes(monkeypatch):
+    monkeypatch.setattr(fusion, "BLOCK", 16384)
+    monkeypatch.setattr(fusion, "FUSE_MIN", 32768)
+    n = 3 * 16384 + 77
+    x = sample("real", (1, n), 5)
+    y = sample("real", (n,), 6)
+    jf = run_both(lambda a, b: ((a * b).exp() - b.sin()) * a, [x, y])
+    assert chains(jf)[0].n == n
+    g = tf.grads(lambda a, b: ((a * b).exp() - b.sin()).sum())
+    run_both(lambda a, b: g([a, b]), [x, y])
+
+
+def test_tiny_inputs_are_not_fused():
+    f = tf.jit(tf.grad(lambda t: (t.exp() * t.sin() + t * t).sum()))
+    for n in (1, 10, 2 * BLOCK - 1):
+        x = tf.tensor(sample("real", (n,), n))
+        f(x)
+        bits_equal(f(x).numpy(), tf.grad(lambda t: (t.exp() * t.sin() + t * t).sum())(x).numpy())
+    assert not chains(f)
+
+
+def test_intermediates_used_outside_the_chain_and_unrelated_kernels_between():
+    m = tf.tensor(np.eye(3, dtype=np.float32))
+
+    def f(x):
+        a = x.exp()
+        b = a * x                          # a and b: read after the chain too
+        w = m.mat_mul(m)                   # unrelated: moved before the chain
+        c = (b + 1.0).sin() * a
+        return c, b.reshape([-1]).sum(), a.max(), w
+
+    jf = run_both(f, [sample("real", (N,), 7)])
+    (chain,) = chains(jf)
+    assert len(chain.names) == 5 and len(chain.outs) == 3
+
+
+def test_results_of_earlier_calls_are_not_overwritten():
+    jf = tf.jit(lambda t: t.sin() * t + t.cos())
+    x1, x2 = sample("real", (N,), 8), sample("real", (N,), 9)
+    jf(tf.tensor(x1))
+    r1 = jf(tf.tensor(x1))
+    kept = r1.numpy().copy()
+    r2 = jf(tf.tensor(x2))
+    assert chains(jf)
+    bits_equal(r1.numpy(), kept)
+    assert not np.array_equal(r2.numpy(), kept)
+
+
+def test_jit_training_step_with_fused_update():
+    w0 = sample("real", (N,), 11)
+    results = []
+    for jit in (False, True):
+        w = tf.variable(tf.tensor(w0))
+        opt = tf.train.sgd(0.1)
+
+        def step():
+            return opt.minimize(lambda: ((w.sin() * w).exp() * 0.01).sum(), return_cost=True)
+        fn = tf.jit(step) if jit else step
+        costs = [fn().numpy() for _ in range(3)]
+        results.append((costs, w.numpy().copy()))
+        tf.dispose(w)
+    bits_equal(results[0][1], results[1][1])
+    np.testing.assert_array_equal(results[0][0], results[1][0])
+
+
+def test_nan_and_inf_stay_silent_in_worker_threads():
+    import warnings
+    x = np.linspace(-1, 1, N).astype(np.float32)      # log < 0 -> NaN, log(0) = -Inf
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        jf = run_both(lambda t: (t.log() * t).sqrt() + t / t, [x], threads=2)
+        assert np.isnan(_leaves(jf(tf.tensor(x)))[0]).any()
