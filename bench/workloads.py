@@ -245,10 +245,15 @@ def w3(reps, sizes=(10**6, 10**7)):
         np.testing.assert_allclose(g(x).numpy(), floor(), rtol=1e-5, atol=1e-6)
         t = measure({"fg": lambda: g(x), "np": floor}, reps)
         rows.append((f"W3 grad of sum(exp sin + x^2), {n:.0e}", t["fg"], t["np"], 1e3, "ms"))
-        jg = tf.jit(g)
+        jg = tf.jit(g)          # (threads: FLOWGRAD_JIT_THREADS, else 1)
         np.testing.assert_allclose(jg(x).numpy(), floor(), rtol=1e-5, atol=1e-6)
         t = measure({"fg": lambda: jg(x), "np": floor}, reps)
         rows.append((f"W3 ... {n:.0e}, tf.jit", t["fg"], t["np"], 1e3, "ms"))
+        # fused chains split among two threads, against the same one-thread floor
+        jg2 = tf.jit(g, threads=2)
+        np.testing.assert_array_equal(jg2(x).numpy(), jg(x).numpy())
+        t = measure({"fg": lambda: jg2(x), "np": floor}, reps)
+        rows.append((f"W3 ... {n:.0e}, tf.jit, 2 threads", t["fg"], t["np"], 1e3, "ms"))
     return rows
 
 

@@ -464,8 +464,8 @@ def jit(fn: Any = None, *, max_traces: int = MAX_TRACES, threads: int | None = N
     depend on tensor values. Inside a recording gradient function fn runs eagerly (so it
     can be differentiated).
 
-    Chains of elementwise kernels (forward and backward) on 32768 elements or more are
-    fused (flowgrad/fusion.py): each chain runs block by block (16384 elements) through
+    Chains of elementwise kernels (forward and backward) on arrays of 1 MB or more are
+    fused (flowgrad/fusion.py): each chain runs block by block (128 KB) through
     small reused buffers, so its intermediates stay in cache; the results are eager's to
     the bit. ``threads`` splits the blocks of each fused chain among that many threads
     (default: the environment variable ``FLOWGRAD_JIT_THREADS``, else 1); any thread
@@ -476,7 +476,7 @@ def jit(fn: Any = None, *, max_traces: int = MAX_TRACES, threads: int | None = N
     >>> step(tf.tensor([1.0, 2.0])).shape, step(tf.tensor([3.0, 4.0])).shape
     ((2,), (2,))
     >>> f = tf.jit(lambda x: x.exp() * x.sin() + x * x, threads=2)
-    >>> x = tf.linspace(-1, 1, 100_000)
+    >>> x = tf.linspace(-1, 1, 1_000_000)     # 4 MB: fused
     >>> _ = f(x)  # traced
     >>> bool((f(x).numpy() == (x.exp() * x.sin() + x * x).numpy()).all())
     True

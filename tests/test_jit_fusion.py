@@ -9,14 +9,14 @@ from flowgrad import fusion
 from flowgrad.ops import PRIMITIVES
 from oracle_cases import BINARY, DOMAINS, UNARY
 
-BLOCK = 1000                  # small blocks: several per test array, fast tests
+BLOCK = 1000                  # small blocks (float32; 500 float64): fast tests
 N = 7 * BLOCK + 13            # not a multiple of the block
 
 
 @pytest.fixture(autouse=True)
 def small_blocks(monkeypatch):
-    monkeypatch.setattr(fusion, "BLOCK", BLOCK)
-    monkeypatch.setattr(fusion, "FUSE_MIN", 2 * BLOCK)
+    monkeypatch.setattr(fusion, "BLOCK_BYTES", 4 * BLOCK)
+    monkeypatch.setattr(fusion, "FUSE_MIN_BYTES", 8 * BLOCK)
     monkeypatch.setattr(fusion, "THREAD_MIN", 2 * BLOCK)   # two threads do split N
 
 
@@ -171,9 +171,9 @@ def test_threads_default_from_the_environment(monkeypatch):
 
 
 def test_default_block_size_and_shapes_that_broadcast_equal_sizes(monkeypatch):
-    monkeypatch.setattr(fusion, "BLOCK", 16384)
-    monkeypatch.setattr(fusion, "FUSE_MIN", 32768)
-    n = 3 * 16384 + 77
+    monkeypatch.setattr(fusion, "BLOCK_BYTES", 1 << 17)
+    monkeypatch.setattr(fusion, "FUSE_MIN_BYTES", 1 << 20)
+    n = 9 * 32768 + 77
     x = sample("real", (1, n), 5)
     y = sample("real", (n,), 6)
     jf = run_both(lambda a, b: ((a * b).exp() - b.sin()) * a, [x, y])
