@@ -8,6 +8,7 @@ backward pass, which is how grad(grad(f)) works, to any order.
 from __future__ import annotations
 
 import inspect
+import types
 from typing import TYPE_CHECKING, Any, Callable, ContextManager, Literal, Sequence
 
 from . import dtypes
@@ -41,8 +42,17 @@ _cast = OPS["cast"]
 
 # ---------------------------------------------------------------- helpers
 
+_FUNCTION = types.FunctionType
+_VARARGS = inspect.CO_VARARGS
+
+
 def _arity(f):
     """How many positional arguments f takes (None: any number)."""
+    if type(f) is _FUNCTION and not f.__dict__:
+        # a plain function (no __wrapped__ or __signature__): its code says it, without
+        # inspect.signature's ~10 us (tf.grad(lambda ...) inside a training step)
+        code = f.__code__
+        return None if code.co_flags & _VARARGS else code.co_argcount
     try:
         sig = inspect.signature(f)
     except (TypeError, ValueError):
@@ -131,7 +141,7 @@ def _gradients(run_f, xs, dy, api, shape_prefix, allow_unconnected, names):
                                 f"{type(y).__name__}). {api}: make f return the tensor to "
                                 f"differentiate.")
         seed = _seed(y, dy, api, shape_prefix)
-        grads, connected = backprop(y, seed, xs, sess)
+        grads, connected = backprop(y, seed, xs, sess, unit=dy is None)
         recorded = y._node is not None and y._node.sess is sess
     finally:
         try:
@@ -368,7 +378,7 @@ def _variable_pass(f, train):
                                 f"{type(y).__name__}). variable_grads(f): make f return the "
                                 f"loss.")
         seed = _fill(y.shape, 1, dtypes.grad_dtype(y.dtype))
-        grads, connected = backprop(y, seed, train, sess)
+        grads, connected = backprop(y, seed, train, sess, unit=True)
     finally:
         try:
             E.unwind_recording(level)

@@ -26,6 +26,16 @@ dx_hook = None                             # fn(node, i, input, dx, dy) -> dx: e
 y_hook = None                              # fn(y): the output a backward pass starts from
 current_node = None                        # the node whose rule is running
 
+# Seeds of ones (grad's default dy) while their backward pass runs: id -> tensor. A rule
+# may use 1·b = b (exact in IEEE) to skip a kernel (mul's does); the pass then hands back
+# a clone of any gradient that is an older tensor (an alias of x, a constant, a variable).
+units = {}
+
+
+def is_unit(t):
+    """True if ``t`` is a seed of ones whose backward pass is running."""
+    return units.get(id(t)) is t
+
 
 def bind_ops(ns):
     """Give the sweep the ops it needs (add, cast, sum, reshape, zeros)."""
@@ -187,7 +197,7 @@ class NotBatchable(Exception):
 batched_hook = None     # (has batched nodes(sess), activate, deactivate): flowgrad.batching
 
 
-def backprop(y, dy, xs, sess, batch=False):
+def backprop(y, dy, xs, sess, batch=False, unit=False):
     """Gradients of y (seeded with dy) with respect to each tensor of ``xs``.
 
     Returns ``(grads, connected)``: grads[i] is a Tensor or None (no gradient reached it),
@@ -196,7 +206,11 @@ def backprop(y, dy, xs, sess, batch=False):
     ``batch=True``: dy carries one extra leading axis (a batch of cotangents, e.g. the rows
     of an identity for a jacobian), and every gradient keeps it. Raises NotBatchable, before
     computing anything, if some rule on the path cannot take a batch.
+
+    ``unit=True``: dy is all ones and made for this call (see ``units``).
     """
+    if unit and not batch:
+        return _unit_backprop(y, dy, xs, sess)
     h = batched_hook
     if h is not None and h[0](sess):        # nodes recorded inside tf.vmap: batch the rules
         h[1]()
@@ -205,6 +219,20 @@ def backprop(y, dy, xs, sess, batch=False):
         finally:
             h[2]()
     return _backprop(y, dy, xs, sess, batch)
+
+
+def _unit_backprop(y, dy, xs, sess):
+    start = next(E._ids)
+    k = id(dy)
+    try:
+        units[k] = dy
+        grads, connected = backprop(y, dy, xs, sess)
+    finally:
+        units.pop(k, None)
+    for i, g in enumerate(grads):
+        if g is not None and g.id < start and g is not dy:   # an older tensor: a new one
+            grads[i] = _ops.clone(g)
+    return grads, connected
 
 
 def _backprop(y, dy, xs, sess, batch):

@@ -120,6 +120,7 @@ class _TapeOps:
     reshape = staticmethod(_O["reshape"])
     zeros = staticmethod(_O["zeros"])
     tensor = staticmethod(_O["tensor"])
+    clone = staticmethod(_O["clone"])
 
 
 _tape.bind_ops(_TapeOps)

@@ -1,0 +1,135 @@
+"""Backward pruning: a gradient rule computes only the input gradients some x needs, a
+constant gets none, and grad of grad skips what cannot reach x; a seed of ones is not
+multiplied by (1·b is b). Results are checked against closed forms in float64."""
+import collections
+
+import numpy as np
+import pytest
+
+import flowgrad as tf
+from flowgrad import engine as E
+from flowgrad.ops import PRIMITIVES
+
+
+def t64(a):
+    return tf.tensor(np.asarray(a, dtype=np.float64), dtype="float64")
+
+
+X = np.linspace(-1.5, 2.0, 7)
+
+
+@pytest.fixture
+def kernels(monkeypatch):
+    """Counts of kernels run, by name, while the test runs."""
+    count = collections.Counter()
+    run = E.run_kernel
+
+    def counting(prim, inputs, attrs=None):
+        count[prim.name] += 1
+        return run(prim, inputs, attrs)
+    monkeypatch.setattr(E, "run_kernel", counting)
+    return count
+
+
+@pytest.fixture
+def needs_of(monkeypatch):
+    """needs_of(kernel) -> the ``needs`` its rule was called with, one tuple per call."""
+    seen = collections.defaultdict(list)
+
+    def watch(name):
+        prim = PRIMITIVES[name]
+        rule = prim.vjp
+
+        def watched(*args, needs, **attrs):
+            seen[name].append(needs)
+            return rule(*args, needs=needs, **attrs)
+        monkeypatch.setattr(prim, "vjp", watched)
+        return seen[name]
+    return watch
+
+
+def test_constant_exponent_gets_no_gradient_in_grad_of_grad(kernels, needs_of):
+    calls = needs_of("Pow")
+    x = t64(X)
+    d2 = tf.grad(tf.grad(lambda t: t ** 3))(x)
+    np.testing.assert_allclose(d2.numpy(), 6 * X, rtol=1e-12)
+    assert calls and all(n == (True, False) for n in calls)      # never d/d(exponent)
+    assert kernels["Log"] == 0 and kernels["Greater"] == 0        # its rule's log(a) part
+    d3 = tf.grad(tf.grad(tf.grad(lambda t: t.pow(tf.scalar(3.0, "float64")))))(x)
+    np.testing.assert_allclose(d3.numpy(), np.full_like(X, 6.0), rtol=1e-12)
+
+
+def test_exponent_gradient_still_computed_when_asked():
+    a, b = t64(X[X > 0]), t64([2.5])
+    ga, gb = tf.grads(lambda a, b: a ** b)([a, b])
+    np.testing.assert_allclose(ga.numpy(), 2.5 * a.numpy() ** 1.5, rtol=1e-12)
+    np.testing.assert_allclose(gb.numpy(), [np.sum(a.numpy() ** 2.5 * np.log(a.numpy()))],
+                               rtol=1e-12)
+
+
+@pytest.mark.parametrize("op, name", [(lambda x, c: x * c, "Multiply"),
+                                      (lambda x, c: x / c, "RealDiv"),
+                                      (lambda x, c: c - x, "Sub"),
+                                      (lambda x, c: tf.squared_difference(x, c),
+                                       "SquaredDifference")])
+def test_binary_rule_skips_the_constant_operand(op, name, needs_of):
+    calls = needs_of(name)
+    c = t64(X + 3.0)
+    x = t64(X)
+    g = tf.grad(lambda t: op(t, c).sum())(x)
+    h = 1e-6
+    fd = np.array([(op(t64(X + h * e), c).sum().item() - op(t64(X - h * e), c).sum().item())
+                   / (2 * h) for e in np.eye(len(X))])
+    np.testing.assert_allclose(g.numpy(), fd, rtol=1e-7, atol=1e-8)
+    expected = (False, True) if name == "Sub" else (True, False)
+    assert calls == [expected]
+
+
+def test_mat_mul_with_a_constant_matrix_computes_one_product(kernels, needs_of):
+    calls = needs_of("BatchMatMul")
+    rng = np.random.default_rng(0)
+    xn, cn = rng.normal(size=(3, 4)), rng.normal(size=(4, 5))
+    g = tf.grad(lambda x: tf.mat_mul(x, t64(cn)).sum())(t64(xn))
+    np.testing.assert_allclose(g.numpy(), np.ones((3, 5)) @ cn.T, rtol=1e-12)
+    assert calls == [(True, False)]
+    assert kernels["BatchMatMul"] == 2                # the forward and dy @ c^T only
+
+
+def test_grad_of_grad_of_a_product_chain_skips_the_unit_seed(kernels):
+    x = t64(X)
+    d2 = tf.grad(tf.grad(lambda t: t * t * t))(x)
+    np.testing.assert_allclose(d2.numpy(), 6 * X, rtol=1e-12)
+    # forward 2, first order 2 (1·t and 1·t·t are not multiplied), second order 0
+    assert kernels["Multiply"] == 4
+    d3 = tf.grad(tf.grad(tf.grad(lambda t: t * t * t * t)))(x)
+    np.testing.assert_allclose(d3.numpy(), 24 * X, rtol=1e-12)
+    d2 = tf.grad(tf.grad(lambda t: t * t.sin()))(x)
+    np.testing.assert_allclose(d2.numpy(), 2 * np.cos(X) - X * np.sin(X), rtol=1e-12)
+
+
+def test_a_gradient_that_is_an_older_tensor_is_a_new_tensor():
+    c = t64(X)
+    x = t64(np.ones_like(X))
+    before = tf.memory().num_tensors
+    g = tf.grad(lambda t: t * c)(x)               # 1·c: c's values, in a tensor of its own
+    assert g is not c
+    np.testing.assert_array_equal(g.numpy(), X)
+    g.dispose()
+    assert not c.is_disposed and tf.memory().num_tensors == before
+    np.testing.assert_array_equal(c.numpy(), X)
+    w = tf.variable(t64(X), name="pruning_w")
+    try:
+        value, grads = tf.variable_grads(lambda: (w * x).sum())
+        assert grads[w] is not x
+        np.testing.assert_array_equal(grads[w].numpy(), np.ones_like(X))
+        tf.dispose([value, grads[w]])
+        assert not x.is_disposed
+    finally:
+        w.dispose()
+    assert tf.memory().num_tensors == before
+
+
+def test_an_explicit_dy_is_multiplied():
+    x, dy = t64(X), t64(np.full_like(X, 2.0))
+    g = tf.grad(lambda t: t * t)(x, dy)
+    np.testing.assert_allclose(g.numpy(), 4 * X, rtol=1e-12)
