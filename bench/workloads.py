@@ -269,12 +269,36 @@ def w4a(reps, n=10**6):
     def closed():
         return np.multiply(xn, 6, out=out)
     np.testing.assert_allclose(d2(x).numpy(), closed(), rtol=1e-5, atol=1e-5)
-    t = measure({"fg": lambda: d2(x), "np": closed}, reps)
+    runs = {"fg": lambda: d2(x), "np": closed}
+    torch_d2 = _torch_d2(xn)          # PyTorch eager, measured in the same rounds
+    if torch_d2 is not None:
+        np.testing.assert_allclose(torch_d2(), closed(), rtol=1e-5, atol=1e-5)
+        runs["torch"] = torch_d2
+    t = measure(runs, reps)
     rows = [("W4a d2/dx2 of x^3, 1e6, grad of grad", t["fg"], t["np"], 1e3, "ms")]
+    if torch_d2 is not None:
+        rows.append(("W4a ..., grad of grad [torch]", t["torch"], t["np"], 1e3, "ms"))
     jd2 = tf.jit(d2)
     np.testing.assert_allclose(jd2(x).numpy(), closed(), rtol=1e-5, atol=1e-5)
     t = measure({"fg": lambda: jd2(x), "np": closed}, reps)
     return rows + [("W4a ..., tf.jit", t["fg"], t["np"], 1e3, "ms")]
+
+
+def _torch_d2(xn):
+    """d2/dx2 of x^3 by autograd.grad twice (create_graph), or None without PyTorch."""
+    if "torch" not in peers.available():
+        return None
+    import torch
+    torch.set_num_threads(1)
+    x0 = torch.from_numpy(xn)
+
+    def run():
+        x = x0.clone().requires_grad_(True)
+        y = x * x * x
+        (g,) = torch.autograd.grad(y, x, torch.ones_like(y), create_graph=True)
+        (g2,) = torch.autograd.grad(g, x, torch.ones_like(g))
+        return g2.numpy()
+    return run
 
 
 # ---------------------------------------------------------------- W5: tiny steps

@@ -83,10 +83,19 @@ def _fit(f, args, api):
         raise
 
 
+_FILL = PRIMITIVES["Fill"]
+
+
+def _ones(y, gdt):
+    """The default seed: ones of y's shape (the kernel itself: fill's checks of the shape and
+    size are for user input, and y exists already)."""
+    return E.run_kernel(_FILL, (), {"shape": y.shape, "value": 1.0, "dtype": gdt})
+
+
 def _seed(y, dy, api, shape_prefix):
     gdt = dtypes.grad_dtype(y.dtype)
     if dy is None:
-        return _fill(y.shape, 1, gdt)
+        return _ones(y, gdt)
     dy = convert(dy, "dy", api)
     if dy.dtype not in dtypes.FLOATS:
         raise DtypeError(f"dy must have a float dtype ('float32' or 'float64'), but has "
@@ -377,7 +386,7 @@ def _variable_pass(f, train):
             raise GradientError(f"The result y returned by f() must be a tensor (got "
                                 f"{type(y).__name__}). variable_grads(f): make f return the "
                                 f"loss.")
-        seed = _fill(y.shape, 1, dtypes.grad_dtype(y.dtype))
+        seed = _ones(y, dtypes.grad_dtype(y.dtype))
         grads, connected = backprop(y, seed, train, sess, unit=True)
     finally:
         try:

@@ -14,6 +14,8 @@ from . import dtypes
 from . import engine as E
 from .errors import GradientError, ShapeError
 
+Node = E.Node
+
 # flowgrad ops used by the sweep; bound by flowgrad.ops once the op table exists
 _ops = None
 
@@ -322,7 +324,14 @@ def _sweep(order, grads, gsrc, src, needs, lead=()):
             g = [gi if gi is not None else _ops.zeros(lead + shape, dt)
                  for gi, (shape, dt) in zip(g, n.metas)]
         ins = n.inputs
-        args = ins + _saved_outputs(n) if prim.save_y else ins
+        if not prim.save_y:
+            args = ins
+        elif prim.multi or type(n) is not Node:
+            args = ins + _saved_outputs(n)
+        else:                   # (_saved_outputs, inlined for the common one-output case)
+            y = E.make_tensor(n.out)
+            y._node = n
+            args = ins + (y,)
         want = needs[n]
         attrs = n.attrs
         if prim.vjp_needs:
