@@ -162,7 +162,7 @@ class FusedChain:
     def __init__(self, members, ins, full, outs, n, dtype, threads):
         self.n, self.dtype, self.threads = n, dtype, threads
         self.block = max(1, BLOCK_BYTES // np.dtype(dtype).itemsize)
-        self.ins, self.outs = ins, outs
+        self.ins, self.outs, self.full = ins, outs, full     # full: sliced per block
         self.names = [st[1].name for st in members]
         self._tmp_cache = {}       # worker -> its block buffers, made on first use
         self.run, self.n_tmp, self.source = _compile(members, ins, full, outs, self.block)

@@ -242,3 +242,14 @@ def test_nan_and_inf_stay_silent_in_worker_threads():
         warnings.simplefilter("error")
         jf = run_both(lambda t: (t.log() * t).sqrt() + t / t, [x], threads=2)
         assert np.isnan(_leaves(jf(tf.tensor(x)))[0]).any()
+
+
+def test_reduced_values_broadcast_into_a_chain():
+    # a 0-d slot (the mean) and a (1,)-shaped one are inputs of one element: broadcast whole
+    def f(x):
+        m = x.mean()
+        return (x.sin() * m + x).exp() - x.max(keepdims=True) * x
+
+    jf = run_both(f, [sample("real", (N,), 12)])
+    assert not all(chains(jf)[0].full)
+    run_both(tf.grad(lambda x: f(x).sum()), [sample("real", (N,), 13)])
