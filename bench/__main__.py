@@ -1,7 +1,12 @@
-"""``python -m bench [--quick] [names...]``: run the workloads and print a table of
-flowgrad's time, the NumPy floor's, and their ratio. Rows marked ``[torch]``, ``[jax]`` or
-``[autograd]`` put that peer in flowgrad's column (measured only where importable)."""
+"""``python -m bench [--quick] [--peers] [--threads N] [names...]``: run the workloads and
+print a table of flowgrad's time, the NumPy floor's, and their ratio. Rows marked
+``[torch]``, ``[jax]`` or ``[autograd]`` put that peer in flowgrad's column (measured only
+where importable). ``--peers`` regroups the rows: one line per workload, its ratios to the
+floor for flowgrad eager, tf.jit (one and two threads), PyTorch eager and JAX jit.
+``--threads N`` sets tf.jit's default thread count (FLOWGRAD_JIT_THREADS)."""
 import argparse
+import os
+import re
 import sys
 
 from .workloads import WORKLOADS
@@ -12,14 +17,65 @@ def main(argv=None):
     p.add_argument("names", nargs="*", help=f"workloads (default all: {', '.join(WORKLOADS)})")
     p.add_argument("--quick", action="store_true", help="few repetitions (CI: results only)")
     p.add_argument("--reps", type=int, default=None, help="rounds per measurement")
+    p.add_argument("--peers", action="store_true",
+                   help="one line per workload: flowgrad eager/jit beside torch and jax")
+    p.add_argument("--threads", type=int, default=None,
+                   help="tf.jit's default thread count (FLOWGRAD_JIT_THREADS)")
     args = p.parse_args(argv)
+    if args.threads is not None:
+        os.environ["FLOWGRAD_JIT_THREADS"] = str(args.threads)
     reps = args.reps or (2 if args.quick else 9)
+    if args.peers:
+        return peers_table(args.names or ["W1", "W3", "W4a", "W5"], reps)
     names = args.names or list(WORKLOADS)
     print(f"{'workload':44} {'flowgrad':>12} {'floor':>12} {'ratio':>7}")
     for name in names:
         for label, fg, floor, scale, unit in WORKLOADS[name](reps):
             print(f"{label:44} {fg * scale:9.3f} {unit:>2} {floor * scale:9.3f} {unit:>2} "
                   f"{fg / floor:7.2f}")
+    return 0
+
+
+COLUMNS = ("eager", "tf.jit", "jit 2 threads", "torch", "jax")
+_SIZE = re.compile(r"(\d+ elt|\d(?:\.\d+)?e[+-]?\d+)")
+
+
+def _classify(label):
+    """(workload key, column) of a row label."""
+    if "[torch]" in label:
+        col = "torch"
+    elif "[jax]" in label:
+        col = "jax"
+    elif "2 threads" in label:
+        col = "jit 2 threads"
+    elif "tf.jit" in label:
+        col = "tf.jit"
+    else:
+        col = "eager"
+    size = _SIZE.search(label)
+    key = label.split()[0] + (f" {size.group(1)}" if size else "")
+    if "fwd only" in label:
+        key += " fwd"
+    return key, col
+
+
+def peers_table(names, reps):
+    """The --peers table: ratios to the NumPy floor, each measured beside its floor."""
+    table, order = {}, []
+    for name in names:
+        for label, fg, floor, scale, unit in WORKLOADS[name](reps):
+            if "[autograd]" in label:
+                continue
+            key, col = _classify(label)
+            if key not in table:
+                table[key] = {"floor": f"{floor * scale:.3g} {unit}"}
+                order.append(key)
+            table[key][col] = fg / floor
+    print(f"{'workload':16}" + "".join(f"{c:>15}" for c in COLUMNS) + f"{'NumPy floor':>16}")
+    for key in order:
+        row = table[key]
+        cells = "".join(f"{row[c]:>14.2f}x" if c in row else f"{'-':>15}" for c in COLUMNS)
+        print(f"{key:16}{cells}{row['floor']:>16}")
     return 0
 
 

@@ -245,6 +245,11 @@ def w3(reps, sizes=(10**6, 10**7)):
         np.testing.assert_allclose(g(x).numpy(), floor(), rtol=1e-5, atol=1e-6)
         t = measure({"fg": lambda: g(x), "np": floor}, reps)
         rows.append((f"W3 grad of sum(exp sin + x^2), {n:.0e}", t["fg"], t["np"], 1e3, "ms"))
+        torch_g = _torch_w3(xn)
+        if torch_g is not None:
+            np.testing.assert_allclose(torch_g(), floor(), rtol=1e-5, atol=1e-6)
+            t = measure({"p": torch_g, "np": floor}, reps)
+            rows.append((f"W3 ... {n:.0e} [torch]", t["p"], t["np"], 1e3, "ms"))
         jg = tf.jit(g)          # (threads: FLOWGRAD_JIT_THREADS, else 1)
         np.testing.assert_allclose(jg(x).numpy(), floor(), rtol=1e-5, atol=1e-6)
         t = measure({"fg": lambda: jg(x), "np": floor}, reps)
@@ -255,6 +260,21 @@ def w3(reps, sizes=(10**6, 10**7)):
         t = measure({"fg": lambda: jg2(x), "np": floor}, reps)
         rows.append((f"W3 ... {n:.0e}, tf.jit, 2 threads", t["fg"], t["np"], 1e3, "ms"))
     return rows
+
+
+def _torch_w3(xn):
+    """W3's gradient with PyTorch eager (one thread), or None without it."""
+    if "torch" not in peers.available():
+        return None
+    import torch
+    torch.set_num_threads(1)
+    x0 = torch.from_numpy(xn)
+
+    def run():
+        x = x0.clone().requires_grad_(True)
+        (g,) = torch.autograd.grad((torch.exp(x) * torch.sin(x) + x * x).sum(), x)
+        return g.numpy()
+    return run
 
 
 # ---------------------------------------------------------------- W4a: grad of grad
@@ -277,11 +297,11 @@ def w4a(reps, n=10**6):
     t = measure(runs, reps)
     rows = [("W4a d2/dx2 of x^3, 1e6, grad of grad", t["fg"], t["np"], 1e3, "ms")]
     if torch_d2 is not None:
-        rows.append(("W4a ..., grad of grad [torch]", t["torch"], t["np"], 1e3, "ms"))
+        rows.append(("W4a ... 1e6, grad of grad [torch]", t["torch"], t["np"], 1e3, "ms"))
     jd2 = tf.jit(d2)
     np.testing.assert_allclose(jd2(x).numpy(), closed(), rtol=1e-5, atol=1e-5)
     t = measure({"fg": lambda: jd2(x), "np": closed}, reps)
-    return rows + [("W4a ..., tf.jit", t["fg"], t["np"], 1e3, "ms")]
+    return rows + [("W4a ... 1e6, tf.jit", t["fg"], t["np"], 1e3, "ms")]
 
 
 def _torch_d2(xn):
@@ -340,11 +360,37 @@ def w5(reps, steps=10_000):
         before = tf.memory().num_tensors
         fg_jit()
         assert tf.memory().num_tensors == before, "W5 (jit) leaked tensors"
-        t = measure({"fg": fg, "jit": fg_jit, "np": floor}, max(1, reps // 3), warmup=1)
+        runs = {"fg": fg, "jit": fg_jit, "np": floor}
+        torch_steps = _torch_w5(wn, xn, yn, steps)
+        if torch_steps is not None:
+            np.testing.assert_allclose(torch_steps(), floor(), rtol=1e-5)
+            runs["torch"] = torch_steps
+        t = measure(runs, max(1, reps // 3), warmup=1)
     finally:
         w.dispose()
-    return [("W5 tiny SGD step in tidy", t["fg"], t["np"], 1e6 / steps, "us/step"),
+    rows = [("W5 tiny SGD step in tidy", t["fg"], t["np"], 1e6 / steps, "us/step"),
             ("W5 ..., tf.jit", t["jit"], t["np"], 1e6 / steps, "us/step")]
+    if "torch" in t:
+        rows.append(("W5 ... [torch]", t["torch"], t["np"], 1e6 / steps, "us/step"))
+    return rows
+
+
+def _torch_w5(wn, xn, yn, steps):
+    """The same steps with PyTorch eager (autograd.grad, an in-place update), or None."""
+    if "torch" not in peers.available():
+        return None
+    import torch
+    torch.set_num_threads(1)
+    x, y = torch.tensor(xn), torch.tensor(yn)
+
+    def run():
+        w = torch.tensor(wn, requires_grad=True)
+        for _ in range(steps):
+            (g,) = torch.autograd.grad((w * x - y).square(), w)
+            with torch.no_grad():
+                w -= 0.01 * g
+        return w.item()
+    return run
 
 
 from .checkpoint import ckpt  # noqa: E402  (save/restore of 100 MB against np.save/np.load)

@@ -22,3 +22,18 @@ def test_quick_bench_checks_every_workload():
         assert name in rows, r.stdout
 
 
+
+
+@pytest.mark.slow          # ~15 s
+def test_peers_table_has_one_line_per_workload():
+    env = dict(os.environ, OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1")
+    r = subprocess.run([sys.executable, "-m", "bench", "--peers", "--quick", "--threads", "2",
+                        "W3", "W4a"], cwd=ROOT, env=env, capture_output=True, text=True,
+                       timeout=300)
+    assert r.returncode == 0, r.stdout + r.stderr
+    lines = r.stdout.splitlines()
+    assert lines[0].split()[:4] == ["workload", "eager", "tf.jit", "jit"]
+    rows = {ln.split("  ")[0].strip(): ln for ln in lines[1:]}
+    assert set(rows) == {"W3 1e+06", "W3 1e+07", "W4a 1e6"}, rows
+    for ln in rows.values():
+        assert ln.split()[-2].replace(".", "", 1).isdigit()        # the floor's time
