@@ -171,10 +171,26 @@ def deactivate():
             _inner = None
 
 
+_ENGINE_RUN = E.run_kernel     # the engine's own entry (a fallback no swap can loop on)
+
+
+def set_inner(run):
+    """While batching is on, make ``run`` the seam under it (a debug seam switched on or
+    off inside tf.vmap); True if it took it, False when batching is off."""
+    global _inner
+    with _lock:
+        if _users == 0:
+            return False
+        _inner = run
+        return True
+
+
 def inner_run(prim, inputs, attrs=None):
     """The kernel seam under the batched one (what runs unbatched kernels)."""
     f = _inner
-    return (f if f is not None else E.run_kernel)(prim, inputs, attrs)
+    if f is None or f is run_batched:       # (a seam restored out of order: never loop)
+        f = _ENGINE_RUN
+    return f(prim, inputs, attrs)
 
 
 def run_batched(prim, inputs, attrs=None):
@@ -231,11 +247,23 @@ def run_batched(prim, inputs, attrs=None):
         n.levels = levels
         sess.nodes.append(n)
         batched_sessions.add(sess)
+        if E.on_record is not None:         # (debug sites: where the user called the op)
+            E.on_record(n)
         for i, y in enumerate(ys):
             y._node = n
             if prim.multi:
                 y._idx = i
-    return ys if prim.multi else ys[0]
+    out = ys if prim.multi else ys[0]
+    checkers = _debug_checkers()
+    if checkers:                            # (check_numerics, leak tracking: as in eager)
+        for check in list(checkers):
+            check(prim, inputs, attrs, out)
+    return out
+
+
+def _debug_checkers():
+    sites = __import__("sys").modules.get("flowgrad.debug.sites")
+    return sites._checkers if sites is not None else ()
 
 
 class VmapFallbackWarning(UserWarning):

@@ -312,3 +312,26 @@ def test_jacobian_and_hessian_of_a_vmapped_function():
     np.testing.assert_allclose(J, want, rtol=1e-12)
     H = tf.hessian(lambda m: f(m).sum())(xs).numpy().reshape(6, 6)
     np.testing.assert_allclose(H, np.diag(-np.sin(X[:3, :2]).ravel()), atol=1e-12)
+
+
+def test_debug_seams_inside_and_around_vmap():
+    """check_numerics around vmap sees the batched kernels; switched on inside the vmapped
+    function it leaves the batching seam on top (the values stay right)."""
+    import warnings
+    xs = _t(np.array([[1.0, 0.0], [2.0, 3.0]]))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        with tf.debug.check_numerics(mode="warn") as chk:
+            out = tf.vmap(lambda x: x.log().sum())(xs).numpy()
+    assert chk.findings and chk.findings[0].op == "log" and chk.findings[0].created
+
+    def inside(x):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            with tf.debug.check_numerics(mode="warn"):
+                y = x.log().sum()
+        return y.add(x.square().sum())          # after the seam went off again
+    got = tf.vmap(inside)(xs).numpy()
+    want = np.array([np.log([1.0, 0.0]).sum() + 1.0, np.log([2.0, 3.0]).sum() + 13.0])
+    np.testing.assert_allclose(got, want, rtol=1e-14)
+    np.testing.assert_allclose(out, want - [1.0, 13.0], rtol=1e-14)

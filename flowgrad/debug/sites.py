@@ -95,10 +95,11 @@ def warn(message, category):
         warnings.warn(message, category, stacklevel=2)
         return
     g = f.f_globals
+    # (no module_globals: its loader lookup fails for `python -c`, REPL and notebook code;
+    # the source line is read from the file name, as for any warning)
     warnings.warn_explicit(message, category, f.f_code.co_filename, f.f_lineno,
                            module=g.get("__name__"),
-                           registry=g.setdefault("__warningregistry__", {}),
-                           module_globals=g)
+                           registry=g.setdefault("__warningregistry__", {}))
 
 
 def node_site(node):
@@ -143,7 +144,10 @@ def _on_record(node):
 
 
 def _install():
-    E.run_kernel = _instrumented if (_sites or _checkers) else _plain
+    target = _instrumented if (_sites or _checkers) else _plain
+    from .. import batching
+    if not batching.set_inner(target):      # (inside tf.vmap the batched seam stays on top)
+        E.run_kernel = target
     E.on_record = _on_record if _sites else None
 
 
