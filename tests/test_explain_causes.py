@@ -195,3 +195,18 @@ def test_every_debug_tool_names_the_same_user_line():
     for tool, text in found.items():
         assert where in text, f"{tool}: {text}"
     tf.dispose([x, z])
+
+
+def test_warnings_from_code_without_a_file_work():
+    """python -c, the REPL and notebooks run code with no source file: the warning still
+    names its line (sites.warn once raised ImportError there)."""
+    import subprocess
+    import sys
+    code = ("import warnings, flowgrad as tf\n"
+            "w = tf.variable(tf.tensor([1.0]))\n"
+            "opt = tf.train.sgd(0.1)\n"
+            "opt.minimize(lambda: w.sub(1).log().sum(), skip_nonfinite=True)\n")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                       timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert "<string>:4: NonFiniteGradientWarning" in r.stderr
