@@ -85,6 +85,7 @@ from . import numpy_interop as numpy_interop
 from . import ops as ops
 from . import printing as printing
 from .debug.profile import profile as profile
+from . import recording as recording
 from . import scopes as scopes
 from .backends import set_backend as set_backend
 from .backends.memory import set_memory_policy as set_memory_policy
