@@ -54,7 +54,8 @@ from . import backends as backends
 from . import batching as batching
 from .train.clipping import clip_by_global_norm as clip_by_global_norm
 from .train.clipping import clip_by_norm as clip_by_norm
-from .gradients import custom_grad as custom_grad
+from . import custom as custom
+from .custom import custom_grad as custom_grad
 from . import debug as debug
 from .debug.numerics import disable_debug_mode as disable_debug_mode
 from .scopes import dispose as dispose
