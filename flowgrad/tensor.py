@@ -5,7 +5,10 @@ methods (``x.square().add(x)``) and Python operators are attached by the op tabl
 ``flowgrad.ops``; this file holds only what is not an op: conversion, printing, disposal,
 variables and their registry. TF.js camelCase method names resolve to the snake_case ones.
 """
+from __future__ import annotations
+
 import itertools
+from typing import Any
 
 import numpy as np
 
@@ -41,12 +44,12 @@ class Tensor:
 
     # ------------------------------------------------------------- properties
     @property
-    def rank(self):
+    def rank(self) -> int:
         """Number of dimensions."""
         return len(self.shape)
 
     @property
-    def size(self):
+    def size(self) -> int:
         """Number of elements."""
         n = 1
         for s in self.shape:
@@ -54,7 +57,7 @@ class Tensor:
         return n
 
     @property
-    def backend(self):
+    def backend(self) -> str:
         """The name of the backend that holds the values (the one active when the tensor
         was made).
 
@@ -67,11 +70,11 @@ class Tensor:
         return ns.name if ns is not None else type(self._data).__name__
 
     @property
-    def is_disposed(self):
+    def is_disposed(self) -> bool:
         """True once the tensor was disposed (by ``dispose`` or a ``tidy``)."""
         return self._disposed
 
-    def throw_if_disposed(self):
+    def throw_if_disposed(self) -> None:
         if self._disposed:
             raise DisposedError(f"Tensor is disposed. (a {self.dtype} tensor of shape "
                                 f"{self.shape}, id {self.id})")
@@ -85,7 +88,7 @@ class Tensor:
         return self._data
 
     # ------------------------------------------------------------- conversion
-    def numpy(self):
+    def numpy(self) -> np.ndarray:
         """A NumPy copy of the values.
 
         >>> import flowgrad as tf
@@ -94,7 +97,7 @@ class Tensor:
         """
         return np.array(E.to_host(self._array()), copy=True)
 
-    def data_sync(self):
+    def data_sync(self) -> np.ndarray:
         """The values as a flat NumPy array (TF.js ``dataSync``).
 
         >>> import flowgrad as tf
@@ -103,7 +106,7 @@ class Tensor:
         """
         return np.array(E.to_host(self._array()), copy=True).reshape(-1)
 
-    def array_sync(self):
+    def array_sync(self) -> Any:
         """The values as nested Python lists (a Python number for a scalar).
 
         >>> import flowgrad as tf
@@ -112,15 +115,15 @@ class Tensor:
         """
         return np.asarray(E.to_host(self._array())).tolist()
 
-    async def data(self):
+    async def data(self) -> np.ndarray:
         """Awaitable ``data_sync()`` (TF.js ``data()``)."""
         return self.data_sync()
 
-    async def array(self):
+    async def array(self) -> Any:
         """Awaitable ``array_sync()`` (TF.js ``array()``)."""
         return self.array_sync()
 
-    def item(self):
+    def item(self) -> float | int | bool:
         """The single value of a one-element tensor, as a Python number or bool.
 
         >>> import flowgrad as tf
@@ -205,12 +208,12 @@ class Tensor:
         return iter(self.unstack())
 
     # ------------------------------------------------------------- printing
-    def to_string(self, verbose=False):
+    def to_string(self, verbose: bool = False) -> str:
         """The TF.js string of the tensor (``Tensor\\n    [1, 2, 3]``)."""
         return tensor_to_string(np.asarray(E.to_host(self._array())), self.shape, self.dtype,
                                 verbose)
 
-    def print(self, verbose=False):
+    def print(self, verbose: bool = False) -> None:
         """Print the tensor as TF.js does.
 
         >>> import flowgrad as tf
@@ -274,11 +277,12 @@ class Tensor:
                 from None
 
     # ------------------------------------------------------------- memory
-    def dispose(self):
+    def dispose(self) -> None:
         """Free the tensor now. Using it afterwards raises ``Tensor is disposed.``"""
         E.dispose_tensor(self)
 
-    def variable(self, trainable=True, name=None, dtype=None):
+    def variable(self, trainable: bool = True, name: str | None = None,
+                 dtype: str | None = None) -> Variable:
         """A new Variable initialised with this tensor (``tf.variable(self, ...)``)."""
         return variable(self, trainable, name, dtype)
 
@@ -302,7 +306,7 @@ class Variable(Tensor):
     """
     __slots__ = ("name", "trainable")
 
-    def assign(self, value):
+    def assign(self, value: Any) -> Variable:
         """Replace the value (same dtype and shape). Returns the variable itself.
 
         Not recorded: assignment is not an op, and gradients never flow through it.
@@ -334,7 +338,7 @@ class Variable(Tensor):
         self._data = data
         return self
 
-    def dispose(self):
+    def dispose(self) -> None:
         """Free the variable and unregister its name."""
         if not self._disposed:
             if _VARIABLES.get(self.name) is self:
@@ -351,7 +355,8 @@ _VARIABLES = {}
 _auto_names = itertools.count()
 
 
-def variable(initial_value, trainable=True, name=None, dtype=None):
+def variable(initial_value: Any, trainable: bool = True, name: str | None = None,
+             dtype: str | None = None) -> Variable:
     """A Variable holding ``initial_value`` (a Tensor or TensorLike).
 
     Names are unique: auto-named ``"0"``, ``"1"``... when not given.
@@ -401,12 +406,12 @@ def _new_variable(init, name, trainable):
     return v
 
 
-def registered_variables():
+def registered_variables() -> dict[str, Variable]:
     """The live variables, by name, in registration order."""
     return dict(_VARIABLES)
 
 
-def dispose_variables():
+def dispose_variables() -> None:
     """Dispose every variable and free their names."""
     for v in list(_VARIABLES.values()):
         v.dispose()

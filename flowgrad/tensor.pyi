@@ -505,9 +505,9 @@ class Tensor:
         >>> tf.cumsum(tf.tensor([1, 2, 3, 4]), 0, True, True).print()
         Tensor
             [9, 7, 4, 0]"""
-    async def data(self) -> Any:
+    async def data(self) -> np.ndarray:
         """Awaitable ``data_sync()`` (TF.js ``data()``)."""
-    def data_sync(self) -> Any:
+    def data_sync(self) -> np.ndarray:
         """The values as a flat NumPy array (TF.js ``dataSync``).
 
         >>> import flowgrad as tf
@@ -738,7 +738,7 @@ class Tensor:
         >>> tf.is_nan(tf.tensor([1, float("nan")])).print()
         Tensor
             [false, true]"""
-    def item(self) -> Any:
+    def item(self) -> float | int | bool:
         """The single value of a one-element tensor, as a Python number or bool.
 
         >>> import flowgrad as tf
@@ -951,7 +951,7 @@ class Tensor:
         >>> tf.not_equal(tf.tensor([1, 2]), 2).print()
         Tensor
             [true, false]"""
-    def numpy(self) -> Any:
+    def numpy(self) -> np.ndarray:
         """A NumPy copy of the values.
 
         >>> import flowgrad as tf
@@ -1333,7 +1333,7 @@ class Tensor:
         >>> import flowgrad as tf
         >>> tf.to_int(tf.tensor([-1.5])).array_sync()
         [-1]"""
-    def to_string(self, verbose: bool = False) -> Any:
+    def to_string(self, verbose: bool = False) -> str:
         """The TF.js string of the tensor (``Tensor\\n    [1, 2, 3]``)."""
     def top_k(self, k=1, sorted: bool = True) -> _TopkResult:
         """The ``k`` largest entries along the last axis and their int32 indices, as
@@ -1388,7 +1388,7 @@ class Tensor:
         >>> import flowgrad as tf
         >>> [t.item() for t in tf.unstack(tf.tensor([1, 2]))]
         [1.0, 2.0]"""
-    def variable(self, trainable: bool = True, name=None, dtype=None) -> Any:
+    def variable(self, trainable: bool = True, name: str | None = None, dtype: str | None = None) -> Variable:
         """A new Variable initialised with this tensor (``tf.variable(self, ...)``)."""
     def where(self, condition: TensorLike, other: TensorLike) -> Tensor:
         """``where(condition, self, other)`` (TF.js's chained form)."""
@@ -1410,7 +1410,7 @@ class Variable(Tensor):
     2.0
     >>> w.dispose()"""
     def _repr_name(self) -> str: ...
-    def assign(self, value: TensorLike) -> Variable:
+    def assign(self, value: Any) -> Variable:
         """Replace the value (same dtype and shape). Returns the variable itself.
 
         Not recorded: assignment is not an op, and gradients never flow through it."""
@@ -1466,7 +1466,7 @@ def convert(x: TensorLike, arg='x', fn='op', dtype=None) -> Any:
 def dispose_variables() -> None:
     """Dispose every variable and free their names."""
 
-def registered_variables() -> Any:
+def registered_variables() -> dict[str, Variable]:
     """The live variables, by name, in registration order."""
 
 def slot_variable(initial_value: TensorLike, name) -> Any:
@@ -1479,7 +1479,7 @@ def to_array(values, dtype=None, where='tensor') -> Any:
     Python numbers become float32 (as JS numbers do in TF.js), Python bools bool; NumPy
     arrays keep their dtype (float64 stays float64, int64 becomes int32)."""
 
-def variable(initial_value: TensorLike, trainable: bool = True, name=None, dtype=None) -> Any:
+def variable(initial_value: Any, trainable: bool = True, name: str | None = None, dtype: str | None = None) -> Variable:
     """A Variable holding ``initial_value`` (a Tensor or TensorLike).
 
     Names are unique: auto-named ``"0"``, ``"1"``... when not given.
