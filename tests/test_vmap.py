@@ -335,3 +335,23 @@ def test_debug_seams_inside_and_around_vmap():
     want = np.array([np.log([1.0, 0.0]).sum() + 1.0, np.log([2.0, 3.0]).sum() + 13.0])
     np.testing.assert_allclose(got, want, rtol=1e-14)
     np.testing.assert_allclose(out, want - [1.0, 13.0], rtol=1e-14)
+
+
+def test_per_example_gradients_of_a_conv_net_run_batched_and_match_a_loop():
+    """The filter gradient of a convolution has its own batching rule (DP-SGD on a CNN):
+    no kernel loops, and the per-example gradients are the loop's."""
+    from flowgrad import batching
+    r = np.random.default_rng(6)
+    xs, ys = _t(r.normal(size=(5, 6, 6, 2))), _t(np.eye(3)[r.integers(0, 3, 5)])
+    k, w = _t(r.normal(size=(3, 3, 2, 4)) * 0.3), _t(r.normal(size=(6 * 6 * 4, 3)) * 0.1)
+
+    def loss(k_, w_, x, y):
+        h = tf.conv2d(x.reshape([1, 6, 6, 2]), k_, 1, "same").relu().reshape([1, -1])
+        return tf.losses.softmax_cross_entropy(y.reshape([1, 3]), h.mat_mul(w_))
+    before = set(batching._warned)
+    gk, gw = tf.vmap(lambda x, y: tf.grads(lambda a, b: loss(a, b, x, y))([k, w]))(xs, ys)
+    assert set(batching._warned) == before
+    for i in range(5):
+        lk, lw = tf.grads(lambda a, b: loss(a, b, xs[i], ys[i]))([k, w])
+        np.testing.assert_allclose(gk.numpy()[i], lk.numpy(), rtol=1e-10, atol=1e-14)
+        np.testing.assert_allclose(gw.numpy()[i], lw.numpy(), rtol=1e-10, atol=1e-14)

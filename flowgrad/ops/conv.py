@@ -272,6 +272,31 @@ def _conv_bf(B, x, dy, geo):
     return B.reshape(dw, tuple(geo.k) + (x.shape[-1], dy.shape[-1]))
 
 
+def _conv_bf_batched(prim, inputs, attrs, levels):
+    """tf.vmap of a filter gradient (per-example weight gradients of a convolution): the
+    vmap axes join N for the windows, then one matrix product per example (not a loop)."""
+    from .. import batching
+    x, dy = inputs
+    geo, B = attrs["geo"], E.B
+    sizes = batching.sizes_of(inputs, levels)
+    s = _prod(sizes)
+    xa = batching.full(x, levels, sizes)
+    cols = forward_windows(B, B.reshape(xa, (s * x.shape[0],) + tuple(x.shape[1:])), geo)
+    cols = B.reshape(cols, (s, -1, _prod(cols.shape[1 + len(geo.k):])))    # [S, N*P, K*C]
+    d = B.reshape(batching.full(dy, levels, sizes), (s, -1, dy.shape[-1]))   # [S, N*P, O]
+    dw = B.matmul(B.permute_dims(cols, (0, 2, 1)), d)                       # [S, K*C, O]
+    return B.reshape(dw, tuple(sizes) + tuple(geo.k) + (x.shape[-1], dy.shape[-1]))
+
+
+def _register_batching():
+    from ..batching import RULES
+    for name in ("Conv2DBackpropFilter", "Conv3DBackpropFilterV2"):
+        RULES[name] = _conv_bf_batched
+
+
+_register_batching()
+
+
 # Depthwise: a filter [*k, C, M] maps channel c to outputs c*M .. c*M + M-1.
 
 def _dw(B, x, w, geo):
