@@ -211,7 +211,7 @@ def run_batched(prim, inputs, attrs=None):
         if t._disposed:
             E.disposed_input(t, prim)
     if rule is None:
-        rule = _loop
+        rule = loop
         if prim.name not in _warned:
             _warned.add(prim.name)
             from .debug import sites
@@ -382,7 +382,7 @@ def _pad(prim, inputs, attrs, levels):
 def _gather(prim, inputs, attrs, levels):
     x, idx = inputs
     if levels_of(idx) or attrs.get("batch_dims", 0):
-        return _loop(prim, inputs, attrs, levels)
+        return loop(prim, inputs, attrs, levels)
     kw = dict(attrs, axis=_shift(attrs.get("axis", 0), len(levels)))
     return _fwd(prim, [physical(x, levels), idx._data], kw)
 
@@ -421,7 +421,7 @@ def _merge_n(*lead):
     the vmap axes fold into N when only the inputs ``lead`` are batched."""
     def rule(prim, inputs, attrs, levels):
         if any(levels_of(t) for i, t in enumerate(inputs) if i not in lead):
-            return _loop(prim, inputs, attrs, levels)
+            return loop(prim, inputs, attrs, levels)
         sizes = sizes_of(inputs, levels)
         many = int(np.prod(sizes))
         arrays = []
@@ -439,8 +439,9 @@ def _merge_n(*lead):
     return rule
 
 
-def _loop(prim, inputs, attrs, levels):
-    """Once per example: slice every input, run the kernel, stack the outputs."""
+def loop(prim, inputs, attrs, levels):
+    """Once per example: slice every input, run the kernel, stack the outputs (the fallback,
+    and what a rule falls back to where it does not apply)."""
     sizes = sizes_of(inputs, levels)
     arrays = [physical(t, levels) for t in inputs]
     results = []

@@ -194,16 +194,29 @@ def test_errors_name_the_problem():
 
 def test_a_kernel_without_a_rule_loops_once_with_a_warning_naming_it():
     from flowgrad import batching
-    batching._warned.discard("Einsum")
-    a = np.random.default_rng(2).normal(size=(3, 2, 2))
+    batching._warned.discard("Diag")
+    a = np.random.default_rng(2).normal(size=(3, 4))
     with warnings.catch_warnings(record=True) as seen:
         warnings.simplefilter("always", VmapFallbackWarning)
         for _ in range(2):
-            got = tf.vmap(lambda m: tf.einsum("ij,jk->ik", m, m))(_t(a)).numpy()
+            got = tf.vmap(lambda v: tf.diag(v))(_t(a)).numpy()
     named = [w for w in seen if issubclass(w.category, VmapFallbackWarning)]
-    assert len(named) == 1 and "Einsum" in str(named[0].message)
+    assert len(named) == 1 and "Diag" in str(named[0].message)
     assert named[0].filename == __file__
-    np.testing.assert_allclose(got, a @ a, rtol=1e-12)
+    np.testing.assert_allclose(got, np.stack([np.diag(v) for v in a]), rtol=1e-12)
+
+
+def test_einsum_has_a_batching_rule():
+    from flowgrad import batching
+    r = np.random.default_rng(3)
+    a, b = r.normal(size=(3, 2, 4)), r.normal(size=(4, 5))
+    before = set(batching._warned)
+    got = tf.vmap(lambda m, n: tf.einsum("ij,jk->ik", m, n), in_axes=(0, None))(_t(a), _t(b))
+    np.testing.assert_allclose(got.numpy(), a @ b, rtol=1e-12)
+    g = tf.vmap(tf.grad(lambda m: tf.einsum("ij,jk->i", m, _t(b)).square().sum()))(_t(a))
+    want = np.stack([2 * (m @ b).sum(1)[:, None] * b.sum(1)[None, :] for m in a])
+    np.testing.assert_allclose(g.numpy(), want, rtol=1e-12)
+    assert set(batching._warned) == before
 
 
 def test_the_mlp_path_needs_no_loop():

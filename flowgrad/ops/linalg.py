@@ -193,6 +193,26 @@ def _einsum(B, *operands, equation):
     return B.einsum(equation, *operands)      # an extension: see backends/ext_nn.py
 
 
+def _einsum_batched(prim, inputs, attrs, levels):
+    """tf.vmap of einsum: one fresh label per vmap level, leading in every term (absent
+    levels broadcast)."""
+    from .. import batching
+    eq = attrs["equation"]
+    if "..." in eq:
+        return batching.loop(prim, inputs, attrs, levels)
+    free = [c for c in _LABELS if c not in eq][:len(levels)]
+    lead = "".join(free)
+    lhs, out = eq.split("->")
+    batched = ",".join(lead + t for t in lhs.split(",")) + "->" + lead + out
+    sizes = batching.sizes_of(inputs, levels)
+    return E.B.einsum(batched, *[batching.full(t, levels, sizes) for t in inputs])
+
+
+def _register_batching():
+    from ..batching import RULES
+    RULES["Einsum"] = _einsum_batched
+
+
 @_einsum.def_vjp
 def _(dy, *operands, equation, needs):
     # The gradient of operand k is an einsum of dy with the other operands, onto k's labels.
@@ -402,3 +422,6 @@ def gram_schmidt(xs):
             v = v - (y * v).sum() * y
         ys.append(v / norm(v))
     return stack(ys, 0) if rows else ys
+
+
+_register_batching()
