@@ -272,26 +272,44 @@ def _conv_bf(B, x, dy, geo):
     return B.reshape(dw, tuple(geo.k) + (x.shape[-1], dy.shape[-1]))
 
 
-def _conv_bf_batched(prim, inputs, attrs, levels):
-    """tf.vmap of a filter gradient (per-example weight gradients of a convolution): the
-    vmap axes join N for the windows, then one matrix product per example (not a loop)."""
-    from .. import batching
+def _batched_windows(inputs, attrs, levels):
+    """For tf.vmap of a filter gradient: x's windows with the vmap axes joined to N
+    [S*N, *out, *k, C], dy with its vmap axes [S, ...], the vmap sizes."""
+    from ..batching import full, sizes_of
     x, dy = inputs
-    geo, B = attrs["geo"], E.B
-    sizes = batching.sizes_of(inputs, levels)
+    sizes = sizes_of(inputs, levels)
     s = _prod(sizes)
-    xa = batching.full(x, levels, sizes)
-    cols = forward_windows(B, B.reshape(xa, (s * x.shape[0],) + tuple(x.shape[1:])), geo)
-    cols = B.reshape(cols, (s, -1, _prod(cols.shape[1 + len(geo.k):])))    # [S, N*P, K*C]
-    d = B.reshape(batching.full(dy, levels, sizes), (s, -1, dy.shape[-1]))   # [S, N*P, O]
+    xa = E.B.reshape(full(x, levels, sizes), (s * x.shape[0],) + tuple(x.shape[1:]))
+    return forward_windows(E.B, xa, attrs["geo"]), full(dy, levels, sizes), sizes, s
+
+
+def _conv_bf_batched(prim, inputs, attrs, levels):
+    """tf.vmap of a filter gradient (per-example weight gradients of a convolution): one
+    matrix product per example, not a loop."""
+    B, k = E.B, tuple(attrs["geo"].k)
+    cols, dy, sizes, s = _batched_windows(inputs, attrs, levels)
+    cols = B.reshape(cols, (s, -1, _prod(cols.shape[1 + len(k):])))        # [S, N*P, K*C]
+    d = B.reshape(dy, (s, -1, dy.shape[-1]))                                 # [S, N*P, O]
     dw = B.matmul(B.permute_dims(cols, (0, 2, 1)), d)                       # [S, K*C, O]
-    return B.reshape(dw, tuple(sizes) + tuple(geo.k) + (x.shape[-1], dy.shape[-1]))
+    return B.reshape(dw, tuple(sizes) + k + (cols.shape[-1] // _prod(k), d.shape[-1]))
+
+
+def _dw_bf_batched(prim, inputs, attrs, levels):
+    """tf.vmap of a depthwise filter gradient: one product per example and channel."""
+    B, k = E.B, tuple(attrs["geo"].k)
+    cols, dy, sizes, s = _batched_windows(inputs, attrs, levels)
+    c = cols.shape[-1]
+    a = B.permute_dims(B.reshape(cols, (s, -1, _prod(k), c)), (0, 3, 2, 1))   # [S,C,K,NP]
+    d = B.reshape(dy, (s, -1, c, dy.shape[-1] // c))                          # [S,NP,C,M]
+    r = B.matmul(a, B.permute_dims(d, (0, 2, 1, 3)))                          # [S, C, K, M]
+    return B.reshape(B.permute_dims(r, (0, 2, 1, 3)), tuple(sizes) + k + (c, r.shape[-1]))
 
 
 def _register_batching():
     from ..batching import RULES
     for name in ("Conv2DBackpropFilter", "Conv3DBackpropFilterV2"):
         RULES[name] = _conv_bf_batched
+    RULES["DepthwiseConv2dNativeBackpropFilter"] = _dw_bf_batched
 
 
 _register_batching()
