@@ -368,3 +368,34 @@ def test_per_example_gradients_of_a_conv_net_run_batched_and_match_a_loop():
         lk, lw = tf.grads(lambda a, b: loss(a, b, xs[i], ys[i]))([k, w])
         np.testing.assert_allclose(gk.numpy()[i], lk.numpy(), rtol=1e-10, atol=1e-14)
         np.testing.assert_allclose(gw.numpy()[i], lw.numpy(), rtol=1e-10, atol=1e-14)
+
+
+def test_vmap_in_several_threads_at_once():
+    """Each thread's batched tensors are its own; the shared kernel seam stays on while any
+    thread batches, and plain ops of other threads pass through it unchanged."""
+    import threading
+    r = np.random.default_rng(8)
+    xs = [r.normal(size=(6, 3)) for _ in range(3)]
+    errors, results = [], {}
+
+    def work(k):
+        try:
+            for _ in range(30):
+                if k == 2:                      # a thread of plain ops, meanwhile
+                    got = tf.tidy(lambda: tf.grad(lambda v: v.sin().sum())(_t(xs[k])).numpy())
+                else:
+                    got = tf.tidy(lambda: tf.vmap(tf.grad(lambda v: v.sin().sum()))(
+                        _t(xs[k])).numpy())
+                np.testing.assert_allclose(got, np.cos(xs[k]), rtol=1e-12)
+            results[k] = True
+        except Exception as e:                  # (reported below, in the main thread)
+            errors.append(e)
+    threads = [threading.Thread(target=work, args=(k,)) for k in range(3)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    assert not errors, errors
+    assert results == {0: True, 1: True, 2: True}
+    from flowgrad import batching, engine
+    assert batching._users == 0 and engine.run_kernel is not batching.run_batched
