@@ -48,6 +48,9 @@ class BatchedTensor(Tensor):
             f"afterwards. (A {self.dtype} tensor of per-example shape {self.shape}, batched "
             f"over {len(self._levels)} vmap level(s).)")
 
+    def _rewrap(self):
+        return make_batched(self._data, self._levels)
+
     def __repr__(self):
         return (f"<BatchedTensor shape={list(self.shape)} dtype={self.dtype} "
                 f"batch={list(self._data.shape[:len(self._levels)])}>")
@@ -71,26 +74,19 @@ class BatchedNode(E.Node):
 
 def make_batched(a, levels):
     """A BatchedTensor over the physical array ``a`` (len(levels) leading batch axes); a
-    plain tensor when ``levels`` is empty. (make_tensor's accounting, same order.)"""
+    plain tensor when ``levels`` is empty."""
     if not levels:
         return E.make_tensor(a)
-    i = next(E._ids)
     t = BatchedTensor.__new__(BatchedTensor)
     t._data = a
     t._levels = levels
     t.shape = a.shape[len(levels):]
-    t.dtype = dt = E._NAME[a.dtype]
-    t.id = i
+    t.dtype = E._NAME[a.dtype]
+    t.id = next(E._ids)
     t._node = None
     t._pin = None
-    t._buf = None
-    st = E._tls.s
-    st.nt += 1
-    st.nb += a.size * E._ITEM[dt]
-    st.nbuf += 1
-    t.kept = False
-    t._disposed = False
-    sc = st.scope
+    E.account_new(t)
+    sc = E._tls.s.scope
     if sc is not None:
         sc.append(t)
     return t

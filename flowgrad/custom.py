@@ -79,12 +79,7 @@ def custom_grad(f: Callable[..., Any]) -> Callable[..., Tensor]:
         if not E.is_recording() or not xs:
             return value
         value.throw_if_disposed()
-        levels = getattr(value, "_levels", None)         # (a batched tensor, in tf.vmap)
-        if levels is None:
-            y = E.make_tensor(value._data)
-        else:
-            from .batching import make_batched
-            y = make_batched(value._data, levels)
+        y = value._rewrap()
         E.share_buffer(value, y)
         # "forward" lets gradient checks compare grad_func with differences of f
         E.record(_CUSTOM, xs, y, {"grad_func": grad_func, "saved": saved, "name": name,

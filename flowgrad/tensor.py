@@ -74,6 +74,10 @@ class Tensor:
         """True once the tensor was disposed (by ``dispose`` or a ``tidy``)."""
         return self._disposed
 
+    def _rewrap(self) -> Tensor:
+        """A new tensor over this one's array, of the same kind (batched in tf.vmap)."""
+        return E.make_tensor(self._data)
+
     def throw_if_disposed(self) -> None:
         if self._disposed:
             raise DisposedError(f"Tensor is disposed. (a {self.dtype} tensor of shape "

@@ -204,6 +204,8 @@ class Tensor:
     _node: Any
     _pin: Any
     def _repr_name(self) -> str: ...
+    def _rewrap(self) -> Tensor:
+        """A new tensor over this one's array, of the same kind (batched in tf.vmap)."""
     def abs(self) -> Tensor:
         """|x|, elementwise. [conv] abs'(0) = -1, as TF.js.
 
