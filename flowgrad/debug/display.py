@@ -5,10 +5,11 @@ Every user-controlled string (variable names, op sites, messages) is escaped. Th
 also well-formed XML (numeric entities only, every tag closed) and sits in a container
 with MathJax's ignore classes, so a name such as ``$x$`` is shown as typed, not as math.
 """
-import html
 import math
 
 import numpy as np
+
+from .extras import count, e, is_nan, num  # noqa: F401 (shared with report.py)
 
 _CSS = (".fg-display{font-family:system-ui,-apple-system,'Segoe UI',sans-serif;"
         "font-size:12px}.fg-display table{border-collapse:collapse;margin:.3em 0}"
@@ -18,11 +19,6 @@ _CSS = (".fg-display{font-family:system-ui,-apple-system,'Segoe UI',sans-serif;"
         "font-family:monospace}.fg-display .bad{color:#b00020;font-weight:600}"
         ".fg-display .ok{color:#176f2c;font-weight:600}.fg-display .meta{color:#555}"
         ".fg-display tr.flagged td{background:#fff4f0}.fg-display ul{margin:.2em 0}")
-
-
-def e(s):
-    """``s`` escaped for HTML and XML text and attributes."""
-    return html.escape(str(s), quote=True)
 
 
 def box(*parts):
@@ -41,10 +37,6 @@ def table(head, rows, row_classes=None):
         out.append("".join(f"<td>{e(c)}</td>" for c in row) + "</tr>")
     out.append("</tbody></table>")
     return "".join(out)
-
-
-def num(x):
-    return "-" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{float(x):.4g}"
 
 
 def nbytes(n):
@@ -288,19 +280,19 @@ def console_summary(m):
             f" ({steps[0]}..{steps[-1]})")
     finite = loss[~np.isnan(loss)]
     if finite.size == 1:
-        head += f"; loss {_g(finite[0])}"
+        head += f"; loss {num(finite[0])}"
     elif finite.size:
-        head += (f"; loss {_g(finite[0])} -> {_g(finite[-1])} (min {_g(finite.min())} at "
+        head += (f"; loss {num(finite[0])} -> {num(finite[-1])} (min {num(finite.min())} at "
                  f"step {steps[int(np.nanargmin(loss))]})")
-    head += f"; last global gradient norm {_g(m.last_global_norm)}"
+    head += f"; last global gradient norm {num(m.last_global_norm)}"
     table = [("variable", "shape", "grad norm", "norm range", "max |g|", "zeros", "NaN",
               "Inf", "upd/weight", "flags")]
     for r in m.summary_rows():
-        table.append((r["variable"], str(r["shape"]).replace(" ", ""), _g(r["grad_norm"]),
-                      f"[{_g(r['norm_min'])}, {_g(r['norm_max'])}]", _g(r["max_abs"]),
-                      "-" if _nan(r["zero_fraction"]) else
-                      f"{100 * r['zero_fraction']:.3g}%", _count(r["nan_count"]),
-                      _count(r["inf_count"]), _g(r["update_ratio"]), r["flags"] or "-"))
+        table.append((r["variable"], str(r["shape"]).replace(" ", ""), num(r["grad_norm"]),
+                      f"[{num(r['norm_min'])}, {num(r['norm_max'])}]", num(r["max_abs"]),
+                      "-" if is_nan(r["zero_fraction"]) else
+                      f"{100 * r['zero_fraction']:.3g}%", count(r["nan_count"]),
+                      count(r["inf_count"]), num(r["update_ratio"]), r["flags"] or "-"))
     widths = [max(len(row[i]) for row in table) for i in range(len(table[0]))]
     lines = [head] + ["  ".join(c.ljust(w) for c, w in zip(row, widths)).rstrip()
                       for row in table]
@@ -321,15 +313,3 @@ def console_summary(m):
                 else ", ".join(names)
             lines.append(f"  {len(fs)} variables {kind} from step {start}: {shown}")
     return "\n".join(lines)
-
-
-def _g(x):
-    return "-" if _nan(x) else f"{float(x):.4g}"
-
-
-def _nan(x):
-    return x is None or (isinstance(x, float) and math.isnan(x))
-
-
-def _count(x):
-    return "-" if _nan(x) else str(int(x))

@@ -1,6 +1,9 @@
 """Small helpers the debug modules share without importing each other: optional
-dependencies, and the bin edges of the monitor's stored histograms."""
+dependencies, the bin edges of the monitor's stored histograms, numbers and escaped text for
+the report and the notebook displays."""
+import html
 import importlib
+import math
 
 import numpy as np
 
@@ -32,3 +35,23 @@ def output_path(path):
     p = Path(path)
     p.parent.mkdir(parents=True, exist_ok=True)
     return p
+
+
+# ---------------------------------------------------------------- text for reports and displays
+
+def e(s):
+    """``s`` escaped for HTML and XML text and attributes."""
+    return html.escape(str(s), quote=True)
+
+
+def is_nan(x):
+    return x is None or (isinstance(x, float) and math.isnan(x))
+
+
+def num(x):
+    """A number for people, 4 digits ('-' for None/NaN)."""
+    return "-" if is_nan(x) else f"{float(x):.4g}"
+
+
+def count(x):
+    return "-" if is_nan(x) else str(int(x))

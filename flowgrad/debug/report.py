@@ -7,9 +7,7 @@ norms, gradient flow, the last step's histograms) and ``check_grads`` reports. I
 scripts, no fonts, no external URLs; it can be mailed or attached to a CI run. Without
 matplotlib (``pip install 'flowgrad[viz]'``) the page is written without its plots and says so.
 """
-import html
 import io
-import math
 import re
 from pathlib import Path
 
@@ -18,7 +16,7 @@ import numpy as np
 from ..distributed.runtime import is_root
 from ..errors import ArgumentError, MissingDependencyError
 from .gradcheck import GradCheckError, GradCheckReport
-from .extras import output_path
+from .extras import count as _count, e as _e, is_nan as _nan, num as _num, output_path
 from .monitor import GradientMonitor
 
 _CSS = """
@@ -220,19 +218,3 @@ def _checks(checks):
                                 f"{type(c).__name__} for '{name}'")
         out.append((str(name), c))
     return out
-
-
-def _e(s):
-    return html.escape(str(s), quote=True)
-
-
-def _nan(x):
-    return x is None or (isinstance(x, float) and math.isnan(x))
-
-
-def _num(x):
-    return "-" if _nan(x) else f"{float(x):.4g}"
-
-
-def _count(x):
-    return "-" if _nan(x) else str(int(x))
