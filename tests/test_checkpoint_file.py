@@ -172,3 +172,15 @@ def test_ctrl_c_while_the_checksum_threads_run_leaves_nothing_locked(tmp_path, m
     finally:
         faulthandler.cancel_dump_traceback_later()
         tf.dispose(list(vs.values()))
+
+
+def test_a_header_claiming_too_many_bytes_is_refused(tmp_path, monkeypatch):
+    w = tf.variable(tf.tensor([1.0]))
+    try:
+        path = tf.train.Checkpoint(w=w).write(tmp_path / "h.safetensors")
+        monkeypatch.setattr(CF, "_MAX_HEADER", 16)      # (the real limit is 100 MiB)
+        with pytest.raises(tf.CheckpointError, match=rf"{path}: not a whole flowgrad "
+                                                     rf"checkpoint \(a header of \d+ bytes\)"):
+            tf.train.Checkpoint(w=w).restore(path)
+    finally:
+        w.dispose()

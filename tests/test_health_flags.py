@@ -128,3 +128,34 @@ def test_report_and_plots_survive_hostile_names_and_missing_folders(tmp_path):
     assert "$$" in labels and "w$\\frac$" in labels  # drawn as typed, not as TeX
     with pytest.raises(tf.ArgumentError, match=re.escape("pass step=2")):
         m.plot_histograms(2)
+
+
+def test_per_example_and_monitor_errors_say_what_to_do():
+    xs = tf.tensor([[1.0], [2.0]])
+    with pytest.raises(tf.ArgumentError, match="loss_fn must be a function of one example"):
+        tf.debug.per_example_grad_norms(3, (xs,))
+    with pytest.raises(tf.ArgumentError, match="inputs must be a tuple of batched tensors"):
+        tf.debug.per_example_grad_norms(lambda x: x.sum(), ())
+    with pytest.raises(tf.GradientError, match="Cannot find a connection between any "
+                                               "variable and the result"):
+        tf.debug.per_example_grad_norms(lambda x: x.sum(), (xs,))     # (variable_grads')
+    m = tf.debug.GradientMonitor()
+    with pytest.raises(tf.ArgumentError, match="both must be functions"):
+        m.watch_examples(lambda x: x.sum(), (xs,))
+    with pytest.raises(tf.ArgumentError, match="every must be an integer >= 1 or None"):
+        m.watch_examples(lambda x: x.sum(), lambda: (xs,), every=0)
+    with pytest.raises(tf.ArgumentError, match="no per-example norms recorded"):
+        tf.debug.plot_example_norms(m)
+    w = tf.variable(tf.tensor([1.0]), name="w_err_pe")
+    try:
+        m.record_examples(lambda x: (x * w).sum(), (xs,), step=3)
+        with pytest.raises(tf.ArgumentError, match=r"no per-example norms at step 4 "
+                                                   r"\(recorded: \[3\]\)"):
+            tf.debug.plot_example_norms(m, step=4)
+    finally:
+        w.dispose()
+    for name in ("depth_ratio", "loss_fraction", "update_limit", "growth_limit"):
+        with pytest.raises(tf.ArgumentError, match=f"{name} must be a positive number"):
+            tf.debug.GradientMonitor(**{name: 0})
+    with pytest.raises(tf.ArgumentError, match="explode_patience must be an integer >= 1"):
+        tf.debug.GradientMonitor(explode_patience=0)

@@ -47,9 +47,6 @@ def per_example_grad_norms(loss_fn: Callable[..., Tensor], inputs,
 
     def norm(*example):
         grads = variable_grads(lambda: loss_fn(*example), var_list).grads
-        if not grads:
-            raise ArgumentError("per_example_grad_norms: the loss uses no trainable "
-                                "variable (pass var_list, or make the weights variables)")
         squares = [g.cast("float64").square().sum() if g.dtype == "float64"
                    else g.square().sum() for g in grads.values()]
         return ops.OPS["add_n"](squares).sqrt() if len(squares) > 1 else squares[0].sqrt()
