@@ -10,6 +10,15 @@ from .timing import measure
 PEERS = ("torch", "jax", "autograd")
 
 
+def torch_one_thread():
+    """PyTorch on one thread (as every row is measured), or None where it is missing."""
+    if "torch" not in available():
+        return None
+    import torch
+    torch.set_num_threads(1)
+    return torch
+
+
 def available():
     """The peers importable here."""
     out = []

@@ -264,10 +264,9 @@ def w3(reps, sizes=(10**6, 10**7)):
 
 def _torch_w3(xn):
     """W3's gradient with PyTorch eager (one thread), or None without it."""
-    if "torch" not in peers.available():
+    torch = peers.torch_one_thread()
+    if torch is None:
         return None
-    import torch
-    torch.set_num_threads(1)
     x0 = torch.from_numpy(xn)
 
     def run():
@@ -306,10 +305,9 @@ def w4a(reps, n=10**6):
 
 def _torch_d2(xn):
     """d2/dx2 of x^3 by autograd.grad twice (create_graph), or None without PyTorch."""
-    if "torch" not in peers.available():
+    torch = peers.torch_one_thread()
+    if torch is None:
         return None
-    import torch
-    torch.set_num_threads(1)
     x0 = torch.from_numpy(xn)
 
     def run():
@@ -377,10 +375,9 @@ def w5(reps, steps=10_000):
 
 def _torch_w5(wn, xn, yn, steps):
     """The same steps with PyTorch eager (autograd.grad, an in-place update), or None."""
-    if "torch" not in peers.available():
+    torch = peers.torch_one_thread()
+    if torch is None:
         return None
-    import torch
-    torch.set_num_threads(1)
     x, y = torch.tensor(xn), torch.tensor(yn)
 
     def run():
