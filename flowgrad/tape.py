@@ -9,6 +9,7 @@ Saved outputs are handed to rules as fresh tensors attached to the same node, so
 connected to the inputs (TF.js hands out disconnected clones and loses exp'', tanh'' ...).
 """
 import weakref
+from sys import getrefcount
 
 from . import dtypes
 from . import engine as E
@@ -264,9 +265,13 @@ def _backprop(y, dy, xs, sess, batch):
             lst[y._idx] = dy
             grads = {yn: lst}
         level = E.backward_level()
+        st = E._tls.s
+        # first order (nobody records the rules): a gradient the sweep made and only the
+        # sweep holds is freed once its rule has run (see _free)
+        free = None if st.recording or lead else next(E._ids)
         try:
             E.enter_backward()
-            _sweep(order, grads, gsrc, src, needs, lead)
+            _sweep(order, grads, gsrc, src, needs, lead, free)
         finally:
             try:
                 E.exit_backward(level)
@@ -308,10 +313,11 @@ def _count_error(prim, ins, r):
                          f"expected {len(ins)} gradients.")
 
 
-def _sweep(order, grads, gsrc, src, needs, lead=()):
+def _sweep(order, grads, gsrc, src, needs, lead=(), free=None):
     global current_node
     add = _ops.add
     T = E._T
+    st = E._tls.s
     for n in reversed(order):
         g = grads.pop(n, None)
         if g is None:
@@ -334,6 +340,9 @@ def _sweep(order, grads, gsrc, src, needs, lead=()):
             args = ins + (y,)
         want = needs[n]
         attrs = n.attrs
+        if free is not None:
+            sc = st.scope
+            mark = len(sc) if sc is not None else 0
         if prim.vjp_needs:
             r = (prim.vjp(g, *args, needs=want, **attrs) if attrs
                  else prim.vjp(g, *args, needs=want))
@@ -369,6 +378,30 @@ def _sweep(order, grads, gsrc, src, needs, lead=()):
                     lst = grads[m] = [None] * m.nout
                 j = t._idx
                 lst[j] = dx if lst[j] is None else add(lst[j], dx)
+        if free is not None:
+            # the rule's own temporaries (sin's cos x), then the gradient it consumed
+            if sc is not None and sc is st.scope:
+                for j in range(mark, len(sc)):
+                    t = sc[j]
+                    if getrefcount(t) <= 3 and type(t) is T:
+                        _free(st, t)
+            if type(g) is T and g.id > free and getrefcount(g) <= 3:
+                _free(st, g)
+
+
+def _free(st, t):
+    """Dispose a gradient the sweep made once no rule needs it: its array goes back to the
+    allocator while the pass runs (hot in cache for the next kernel, and the pass's peak
+    memory is one chain of gradients, not all of them).
+
+    NOTE: only in a first-order pass (no node holds it) and only when nothing else refers
+    to it: the references are the scope's list, the sweep's local and getrefcount's own
+    argument (CPython's reference counts, as tf.jit's recycled buffers). A gradient handed on (add's dy), accumulated, kept by a hook or returned is
+    referenced elsewhere and stays."""
+    if t._disposed or t.kept:
+        return
+    E._uncount(st, t)
+    t._data = None
 
 
 def _node_hook(n, g):
