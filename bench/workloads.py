@@ -113,11 +113,11 @@ def debug_cost(reps, n_ops=200):
 
 
 def _sweep_without_seams():
-    """tape._sweep's source with its debug lines removed (hooks, dx_hook, current node)."""
+    """tape._sweep's source with its debug lines removed (node hooks, dx_hook)."""
     import inspect
     import textwrap
     src = textwrap.dedent(inspect.getsource(tape._sweep))
-    drop = ("any_node_hooks", "_node_hook", "current_node", "dx_hook")
+    drop = ("any_node_hooks", "_node_hook", "dx_hook")
     lines = [ln for ln in src.splitlines() if not any(d in ln for d in drop)]
     ns = dict(vars(tape))
     exec("\n".join(lines).replace("global \n", ""), ns)

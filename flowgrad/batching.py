@@ -14,7 +14,6 @@ otherwise.
 """
 import itertools
 import threading
-import weakref
 
 import numpy as np
 
@@ -144,7 +143,6 @@ _inner = None               # the run_kernel the batched one wraps (engine's, or
 _users = 0                  # active vmaps and backward passes over batched nodes
 _lock = threading.Lock()
 _warned = set()
-batched_sessions = weakref.WeakSet()    # sessions holding batched nodes
 
 
 def activate():
@@ -242,7 +240,7 @@ def run_batched(prim, inputs, attrs=None):
         n.pos = len(sess.nodes)
         n.levels = levels
         sess.nodes.append(n)
-        batched_sessions.add(sess)
+        sess.batched = True
         if E.on_record is not None:         # (debug sites: where the user called the op)
             E.on_record(n)
         for i, y in enumerate(ys):
@@ -487,9 +485,5 @@ for _n in ("MaxPoolGrad", "MaxPool3DGrad", "MaxPoolGradGrad", "MaxPool3DGradGrad
 
 # ---------------------------------------------------------------- backward passes
 
-def _backprop_hook(sess):
-    """tape.backprop over a session with batched nodes: batch the rules' kernels too."""
-    return sess in batched_sessions
-
-
-tape.batched_hook = (_backprop_hook, activate, deactivate)
+# tape.backprop over a session with batched nodes batches the rules' kernels too
+tape.batched_hook = (activate, deactivate)

@@ -164,4 +164,4 @@ def grad_dtype(dtype):
 
     Floats keep their dtype; int32 and bool tensors get float32 gradients (as in TF.js).
     """
-    return dtype if dtype == float64 else float32
+    return dtype if dtype is float64 or dtype == float64 else float32

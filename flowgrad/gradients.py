@@ -135,7 +135,7 @@ def _gradients(run_f, xs, dy, api, shape_prefix, allow_unconnected, names):
     if not xs:
         raise ArgumentError("gradients() received an empty list of xs.")
     for i, x in enumerate(xs):
-        if x.dtype == "string":
+        if x.dtype is not dtypes.float32 and x.dtype == "string":
             raise DtypeError(f"{api}: {names(i)} is a string tensor; gradients are defined "
                              f"for number tensors only")
     level = E.recording_level()

@@ -19,11 +19,12 @@ class Session:
     pullback) pins the other tensors it recorded once, when it is detached. Nothing else is
     kept: recording costs nothing per kernel for this.
     """
-    __slots__ = ("nodes", "alive", "zombies", "__weakref__")
+    __slots__ = ("nodes", "alive", "zombies", "batched", "__weakref__")
 
     def __init__(self):
         self.nodes = []
         self.alive = True
+        self.batched = False       # holds nodes recorded inside tf.vmap (flowgrad.batching)
         self.zombies = []          # disposed tensors whose arrays this session's rules read
 
     def detach(self):

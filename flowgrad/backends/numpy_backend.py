@@ -26,6 +26,7 @@ def make_numpy_backend():
     ns.min = _min
     ns.mean = _mean
     ns.permute_dims = _permute_dims
+    ns.full = _full
     ns.dtypes = {"float32": np.dtype(np.float32), "float64": np.dtype(np.float64),
                  "int32": np.dtype(np.int32), "bool": np.dtype(np.bool_)}
     # NOTE: ufuncs on 0-d arrays return NumPy scalars: those are this backend's arrays too;
@@ -46,6 +47,16 @@ def _astype(x, dtype, /, *, copy=True, device=None):
 
 def _reshape(x, /, shape, *, copy=None):
     return x.reshape(shape) if copy is None else np.reshape(x, shape, copy=copy)
+
+
+def _full(shape, fill_value, *, dtype=None, device=None):
+    # NOTE: np.full is Python (empty, then copyto with casting checks): ~1.5 us, and every
+    # gradient's default seed of ones is one; a scalar value fills the same way
+    if not isinstance(fill_value, (int, float, bool, np.generic)):
+        return np.full(shape, fill_value, dtype=dtype)
+    a = np.empty(shape, dtype=dtype if dtype is not None else np.result_type(fill_value))
+    a.fill(fill_value)
+    return a
 
 
 def _sum(x, /, *, axis=None, dtype=None, keepdims=False):
