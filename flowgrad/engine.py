@@ -89,7 +89,7 @@ def fpe_quiet():
 class State:
     """One thread's engine state: its scopes, recording gate, session and counters."""
     __slots__ = ("scope", "stack", "recording", "depth", "session", "in_backward",
-                 "nt", "nb", "nbuf", "thread", "fpe", "__weakref__")
+                 "nt", "nb", "nbuf", "thread", "fpe", "lite", "__weakref__")
 
     def __init__(self):
         self.scope = None          # the innermost open scope: the tensors created in it
@@ -99,6 +99,7 @@ class State:
         self.session = None        # the Session that receives recorded nodes
         self.in_backward = 0       # > 0 while gradient rules run (may read parked tensors)
         self.fpe = None            # while in_backward: NumPy's errstate to put back
+        self.lite = False          # a first-order backward runs: new tensors are LITE
         # this thread's share of memory(): tensors, bytes, buffers it created minus those
         # it disposed or let the garbage collector free (a share may go negative)
         self.nt = self.nb = self.nbuf = 0
@@ -217,6 +218,10 @@ def make_tensor(a):
     t._pin = None
     t._buf = None
     st = _tls.s
+    if st.lite:
+        t.kept = LITE
+        t._disposed = False
+        return t
     st.nt += 1
     st.nb += a.size * _ITEM[dt]
     st.nbuf += 1
@@ -229,6 +234,27 @@ def make_tensor(a):
 
 
 CONSTANT = 2    # ``kept`` value of internal constants: not counted, never disposed
+# ``kept`` value of the tensors a first-order backward pass makes (its rules' results and
+# temporaries): not counted and in no scope, so each is freed by reference counting the
+# moment the pass lets go of it; the gradients the pass returns are counted then
+# (``promote``). Only where nothing outside flowgrad's own rules can see them: see
+# tape._backprop for when a pass runs LITE. ``kept >= CONSTANT``: not counted.
+LITE = 3
+
+
+def promote(t):
+    """Count a LITE tensor and put it in the current scope, as if made there."""
+    if t.kept != LITE:
+        return
+    st = _tls.s
+    # (counted and flagged with no call in between: interrupts, see make_tensor)
+    st.nt += 1
+    st.nb += t._data.size * _ITEM[t.dtype]
+    st.nbuf += 1
+    t.kept = False
+    sc = st.scope
+    if sc is not None:
+        sc.append(t)
 
 
 def constant_tensor(a):
@@ -365,7 +391,7 @@ def _uncount(st, t):
 def tensor_del(t):
     """Tensor.__del__: un-count a tensor the garbage collector frees (in whatever thread)."""
     try:
-        if t._disposed or t.kept == CONSTANT:
+        if t._disposed or t.kept >= CONSTANT:
             return
         st = _tls.s
         st.nt -= 1
@@ -384,7 +410,7 @@ def tensor_del(t):
 def dispose_tensor(t):
     """Dispose one tensor: count it as gone and free its array (or park it for the live
     sessions that recorded it, see the module doc)."""
-    if t._disposed or t.kept == CONSTANT:
+    if t._disposed or t.kept >= CONSTANT:
         return
     st = _tls.s
     _uncount(st, t)
@@ -469,6 +495,11 @@ def run_kernel(prim, inputs, attrs=None):
     y.id = i
     y._node = None
     y._pin = None
+    if st.lite and not shared:      # (a view keeps buffer accounting: counted as usual)
+        y._buf = None
+        y.kept = LITE
+        y._disposed = False
+        return y
     st.nt += 1
     st.nb += out.size * _ITEM[dt]
     if shared:

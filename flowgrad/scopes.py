@@ -229,6 +229,9 @@ def keep(t: _R) -> _R:
     """
     if not isinstance(t, E._T):  # type: ignore[arg-type]  # (E._T: Tensor, set at import)
         raise ArgumentError(f"keep() takes a Tensor, got {type(t).__name__}")
+    if t.kept == E.CONSTANT:
+        return t                    # (internal constants are never disposed anyway)
+    E.promote(t)                    # (a LITE tensor: counted first, so it can be freed)
     t.kept = True
     return t
 

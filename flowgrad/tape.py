@@ -9,7 +9,6 @@ Saved outputs are handed to rules as fresh tensors attached to the same node, so
 connected to the inputs (TF.js hands out disconnected clones and loses exp'', tanh'' ...).
 """
 import weakref
-from sys import getrefcount
 
 from . import dtypes
 from . import engine as E
@@ -27,6 +26,8 @@ any_node_hooks = False                     # (a weak dict's len() is a Python ca
 source_hooks = {}                          # id(x) -> (weakref to x, [fn]): tf.debug.on_gradient
 dx_hook = None                             # fn(node, i, input, dx, dy) -> dx: every gradient
 y_hook = None                              # fn(y): the output a backward pass starts from
+
+_RUN_KERNEL, _MAKE_TENSOR = E.run_kernel, E.make_tensor   # the engine's own (no seam)
 
 # Seeds of ones (grad's default dy) while their backward pass runs: id -> tensor. A rule
 # may use 1·b = b (exact in IEEE) to skip a kernel (mul's does); the pass then hands back
@@ -238,6 +239,9 @@ def _unit_backprop(y, dy, xs, sess):
 
 
 def _backprop(y, dy, xs, sess, batch):
+    global any_node_hooks
+    if any_node_hooks and not node_hooks:     # (their nodes are gone: no hook is left)
+        any_node_hooks = False
     if y_hook is not None:
         y_hook(y)
     src = {}
@@ -265,18 +269,27 @@ def _backprop(y, dy, xs, sess, batch):
             grads = {yn: lst}
         level = E.backward_level()
         st = E._tls.s
-        # first order (nobody records the rules): a gradient the sweep made and only the
-        # sweep holds is freed once its rule has run (see _free)
-        free = None if st.recording or lead else next(E._ids)
+        lite = st.lite
         try:
             E.enter_backward()
-            _sweep(order, grads, gsrc, src, needs, lead, free)
+            # LITE (engine.LITE): in a first-order pass whose tensors only flowgrad's rules
+            # see (nobody records them, no hook, seam, tracer or batch), each is freed the
+            # moment the pass drops it: no accounting, no scope, and the peak memory of a
+            # chain's backward is a few gradients, not one per op
+            st.lite = (not st.recording and not lead and not any_node_hooks and
+                       dx_hook is None and E.run_kernel is _RUN_KERNEL and
+                       E.make_tensor is _MAKE_TENSOR)
+            _sweep(order, grads, gsrc, src, needs, lead)
         finally:
+            st.lite = lite
             try:
                 E.exit_backward(level)
             except BaseException:   # (interrupted on the way out: see engine.tidy)
                 E.exit_backward(level)
                 raise
+        for g in gsrc.values():         # the gradients handed out are counted tensors
+            if type(g) is E._T and g.kept == E.LITE:
+                E.promote(g)
     if source_hooks:
         for k in list(gsrc):
             entry = source_hooks.get(k)
@@ -312,9 +325,9 @@ def _count_error(prim, ins, r):
                          f"expected {len(ins)} gradients.")
 
 
-def _sweep(order, grads, gsrc, src, needs, lead=(), free=None):
+def _sweep(order, grads, gsrc, src, needs, lead=()):
     # NOTE: no module global is written here: in CPython 3.11+ a STORE_GLOBAL invalidates
-    # every cached global lookup of the module (a current-node global cost ~0.6 us a node)
+    # the module's cached global lookups
     add = _ops.add
     T = E._T
     st = E._tls.s
@@ -339,10 +352,9 @@ def _sweep(order, grads, gsrc, src, needs, lead=(), free=None):
             args = ins + (y,)
         want = needs[n]
         attrs = n.attrs
-        if free is not None:
-            sc = st.scope
-            mark = len(sc) if sc is not None else 0
-        if prim.vjp_needs:
+        if prim.strict and st.lite:
+            r = _user_rule(st, prim, g, args, attrs)
+        elif prim.vjp_needs:
             r = (prim.vjp(g, *args, needs=want, **attrs) if attrs
                  else prim.vjp(g, *args, needs=want))
         else:
@@ -377,30 +389,17 @@ def _sweep(order, grads, gsrc, src, needs, lead=(), free=None):
                     lst = grads[m] = [None] * m.nout
                 j = t._idx
                 lst[j] = dx if lst[j] is None else add(lst[j], dx)
-        if free is not None:
-            # the rule's own temporaries (sin's cos x), then the gradient it consumed
-            if sc is not None and sc is st.scope:
-                for j in range(mark, len(sc)):
-                    t = sc[j]
-                    if getrefcount(t) <= 3 and type(t) is T:
-                        _free(st, t)
-            if type(g) is T and g.id > free and getrefcount(g) <= 3:
-                _free(st, g)
 
 
-def _free(st, t):
-    """Dispose a gradient the sweep made once no rule needs it: its array goes back to the
-    allocator while the pass runs (hot in cache for the next kernel, and the pass's peak
-    memory is one chain of gradients, not all of them).
-
-    NOTE: only in a first-order pass (no node holds it) and only when nothing else refers
-    to it: the references are the scope's list, the sweep's local and getrefcount's own
-    argument (CPython's reference counts, as tf.jit's recycled buffers). A gradient handed on (add's dy), accumulated, kept by a hook or returned is
-    referenced elsewhere and stays."""
-    if t._disposed or t.kept:
-        return
-    E._uncount(st, t)
-    t._data = None
+def _user_rule(st, prim, g, args, attrs):
+    """A custom gradient's function (user code, which may keep what it is given) in a LITE
+    pass: it gets counted tensors and makes counted ones, as anywhere else."""
+    E.promote(g)
+    st.lite = False
+    try:
+        return prim.vjp(g, *args, **attrs) if attrs else prim.vjp(g, *args)
+    finally:
+        st.lite = True
 
 
 def _node_hook(n, g):

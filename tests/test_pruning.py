@@ -2,6 +2,7 @@
 constant gets none, and grad of grad skips what cannot reach x; a seed of ones is not
 multiplied by (1·b is b). Results are checked against closed forms in float64."""
 import collections
+import tracemalloc
 
 import numpy as np
 import pytest
@@ -138,20 +139,28 @@ def test_an_explicit_dy_is_multiplied():
 # ---------------------------------------------------------------- freed along the way
 
 def _probe(log):
-    """An identity whose gradient rule notes the live bytes when the backward reaches it."""
+    """An identity whose gradient rule notes the bytes NumPy holds (tracemalloc sees every
+    array's buffer) when the backward reaches it."""
     def f(x, save):
         def grad_func(dy, saved):
-            log.append(tf.memory().num_bytes)
+            log.append(tracemalloc.get_traced_memory()[0])
             return dy
         return {"value": x.clone(), "grad_func": grad_func}
     return tf.custom_grad(f)
 
 
+@pytest.fixture
+def traced():
+    tracemalloc.start()
+    yield
+    tracemalloc.stop()
+
+
 @pytest.mark.parametrize("order", [1, 2])
-def test_first_order_backward_frees_consumed_gradients(order):
+def test_first_order_backward_frees_consumed_gradients(order, traced):
     """Between the first and the last rule of a 40-op chain, a first-order pass holds a few
-    gradients, not one per op (each is freed once its rule ran and nothing else holds it);
-    a pass that is itself recorded (grad of grad) keeps them, as the outer graph needs."""
+    gradients, not one per op (each is freed once the pass lets go of it); a pass that is
+    itself recorded (grad of grad) keeps them, as the outer graph needs."""
     n = 10_000
     x = tf.tensor(np.linspace(-1, 1, n).astype(np.float32))
     log = []
@@ -178,8 +187,9 @@ def test_first_order_backward_frees_consumed_gradients(order):
         np.testing.assert_allclose(out.numpy(), d, rtol=1e-4, atol=1e-6)
 
 
-def test_freed_gradients_leave_the_accounting_exact():
-    """Freed gradients are counted out once: after the call only the result is new."""
+def test_a_first_order_pass_leaves_the_accounting_exact():
+    """Its temporaries are never counted; the gradients it returns are, once, in the
+    caller's scope."""
     x = tf.tensor(np.linspace(-1, 1, 1000).astype(np.float32))
     before = tf.memory()
     g = tf.grad(lambda t: (t * 2).exp().sin().tanh().square().sum())(x)
@@ -188,3 +198,44 @@ def test_freed_gradients_leave_the_accounting_exact():
     assert after.num_bytes - before.num_bytes == 4000
     g.dispose()
     assert tf.memory().num_tensors == before.num_tensors
+    a, b = tf.scalar(2.0), tf.scalar(3.0)
+    n0 = tf.memory().num_tensors
+    da, db = tf.tidy(lambda: tf.grads(lambda a, b: a * b + a)([a, b]))
+    assert tf.memory().num_tensors == n0 + 2 and (da.item(), db.item()) == (4.0, 2.0)
+    tf.dispose([da, db])
+    assert tf.memory().num_tensors == n0
+
+
+def test_user_code_in_a_backward_pass_sees_counted_tensors():
+    """A custom gradient's function and a hook may keep what they get: those are counted
+    tensors that tidy and dispose handle as any other."""
+    kept = []
+
+    def f(x, save):
+        def grad_func(dy, saved):
+            kept.append(dy)                   # the dy it was given
+            kept.append(dy * 3)               # and one it made
+            return dy * 3
+        return {"value": x * 3, "grad_func": grad_func}
+    op = tf.custom_grad(f)
+    x = tf.tensor([1.0, 2.0])
+    n0 = tf.memory().num_tensors
+    g = tf.grad(lambda t: op(t.exp()).sin().sum())(x)
+    want = np.cos(3 * np.exp([1.0, 2.0])) * 3 * np.exp([1.0, 2.0])
+    np.testing.assert_allclose(g.numpy(), want, rtol=1e-5)
+    # grad's tidy disposed what the function kept (it did not keep() them)
+    assert all(t.is_disposed for t in kept)
+    assert tf.memory().num_tensors == n0 + 1
+    hooked = []
+    y = tf.tensor([0.5, 1.5])
+    n1 = tf.memory().num_tensors
+
+    def hooked_f(t):
+        sq = t.square()
+        sq.register_hook(lambda g: hooked.append(tf.keep(g)))
+        return sq.exp().sum()
+    tf.grad(hooked_f)(y).dispose()
+    assert tf.memory().num_tensors == n1 + 1          # the kept hooked gradient
+    np.testing.assert_allclose(hooked[0].numpy(), np.exp([0.25, 2.25]), rtol=1e-6)
+    tf.dispose([hooked[0], y, g])
+    assert tf.memory().num_tensors == n0
