@@ -52,6 +52,7 @@ from . import args as args
 from ._engine_api import backend as backend
 from . import backends as backends
 from . import batching as batching
+from . import buffer_pool as buffer_pool
 from .train.clipping import clip_by_global_norm as clip_by_global_norm
 from .train.clipping import clip_by_norm as clip_by_norm
 from . import custom as custom

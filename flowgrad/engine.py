@@ -27,6 +27,7 @@ import numpy as np
 
 from . import dtypes
 from . import backends
+from . import buffer_pool as _pool
 from .errors import (ArgumentError, BackendError, DisposedError, DtypeError, FlowgradError,
                      KernelError, ShapeError)
 from .strings import OPS_HINT as STRINGS_HINT, STRING_DTYPE
@@ -40,6 +41,11 @@ _NAME[STRING_DTYPE] = "string"
 _check_types = None        # the active backend's array types, once a second one was used
 _ids = itertools.count()   # (next() on a count is atomic under the GIL)
 _tracer = None             # flowgrad.jit's tracer while a function is being traced
+# elementwise kernels with an output this big write into a recycled buffer, and tensors this
+# big hand their array to the pool when they let go of it (flowgrad/buffer_pool.py;
+# "infinite" on other backends; the memory policy turns the pool itself on and off)
+_OFF = 1 << 62
+POOL_MIN = _pool.MIN_ELEMENTS if B.name == "numpy" else _OFF
 
 # Kernels compute as TF.js does: log(0) = -Inf, 0/0 = NaN, overflow = Inf, silently (the
 # debug tools find where they come from), and the user's own NumPy code keeps its warnings:
@@ -280,8 +286,9 @@ def nbytes(t):
 def _use_backend(ns):
     """The active backend changed: kernels get its namespace, and from now on each kernel
     checks that its inputs live on it."""
-    global B, _check_types
+    global B, _check_types, POOL_MIN
     B = ns
+    POOL_MIN = _pool.MIN_ELEMENTS if ns.name == "numpy" else _OFF
     # NOTE: only the active backend's dtypes: other libraries' dtypes may hash alike and
     # warn when compared (array-api-strict's do)
     _NAME.clear()
@@ -392,10 +399,16 @@ def tensor_del(t):
     """Tensor.__del__: un-count a tensor the garbage collector frees (in whatever thread)."""
     try:
         if t._disposed or t.kept >= CONSTANT:
+            if t.kept == LITE and t._data.size >= POOL_MIN:
+                a = t._data
+                t._data = None
+                _pool.offer(a)
             return
         st = _tls.s
+        a = t._data
+        n = a.size
         st.nt -= 1
-        st.nb -= t._data.size * _ITEM[t.dtype]
+        st.nb -= n * _ITEM[t.dtype]
         b = t._buf
         if b is None:
             st.nbuf -= 1
@@ -403,6 +416,9 @@ def tensor_del(t):
             b[0] -= 1
             if b[0] == 0:
                 st.nbuf -= 1
+        if n >= POOL_MIN:
+            t._data = None
+            _pool.offer(a)
     except Exception:  # a partially built tensor, or interpreter shutdown
         pass
 
@@ -417,7 +433,10 @@ def dispose_tensor(t):
     n = t._node
     if (t._pin is None and st.session is None and (n is None or not n.sess.alive)
             or not _park(t, st)):
+        a = t._data
         t._data = None
+        if a.size >= POOL_MIN:
+            _pool.offer(a)
 
 
 def kernel_error(prim, inputs, e):
@@ -467,12 +486,23 @@ def run_kernel(prim, inputs, attrs=None):
         if len(inputs) == 1:
             t = inputs[0]
             a = t._data if not t._disposed else disposed_input(t, prim)
-            out = prim.fwd(B, a) if attrs is None else prim.fwd(B, a, **attrs)
+            if a.size >= POOL_MIN and prim.ufunc is not None and attrs is None:
+                out = _pool.ufunc_out(prim.ufunc, (a,), a)
+                if out is None:
+                    out = prim.fwd(B, a)
+            else:
+                out = prim.fwd(B, a) if attrs is None else prim.fwd(B, a, **attrs)
         elif len(inputs) == 2:
             t, u = inputs
             a = t._data if not t._disposed else disposed_input(t, prim)
             b = u._data if not u._disposed else disposed_input(u, prim)
-            out = prim.fwd(B, a, b) if attrs is None else prim.fwd(B, a, b, **attrs)
+            if (a.size >= POOL_MIN or b.size >= POOL_MIN) and prim.ufunc is not None and \
+                    attrs is None:
+                out = _pool.ufunc_out(prim.ufunc, (a, b), a if a.size >= b.size else b)
+                if out is None:
+                    out = prim.fwd(B, a, b)
+            else:
+                out = prim.fwd(B, a, b) if attrs is None else prim.fwd(B, a, b, **attrs)
         else:
             arrays = [x._data if not x._disposed else disposed_input(x, prim) for x in inputs]
             out = prim.fwd(B, *arrays) if attrs is None else prim.fwd(B, *arrays, **attrs)

@@ -7,6 +7,7 @@ Interrupt safety: every function here only stores values computed beforehand, so
 again after a Ctrl-C (as the ``finally`` blocks of the gradient calls do) is harmless.
 """
 from . import engine as E
+from .buffer_pool import offer
 
 
 class Session:
@@ -47,7 +48,10 @@ class Session:
         zombies, self.zombies = self.zombies, []
         for t in zombies:
             if not _live_for(t, None):
+                a = t._data
                 t._data = None
+                if a is not None and a.size >= E.POOL_MIN:
+                    offer(a)
 
     def __del__(self):
         try:

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any, Callable, TypeVar, overload
 from . import engine as E
 from .engine import _ITEM, _park, _tls
 from .errors import ArgumentError
+from .buffer_pool import offer
 
 if TYPE_CHECKING:
     from .names import Result
@@ -85,7 +86,10 @@ def _dispose_scope(st, tensors, keep, parent):
         n = t._node
         if (t._pin is None and session is None and (n is None or not n.sess.alive)
                 or not _park(t, st)):
+            a = t._data
             t._data = None
+            if a.size >= E.POOL_MIN:
+                offer(a)
 
 
 def unwind_scopes(level, result=None):

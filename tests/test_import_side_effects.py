@@ -61,8 +61,9 @@ print(round(base), round(peak), round(rss()))
                                           ("tf.set_memory_policy('reuse'); "
                                            "tf.set_memory_policy('system')", False)])
 def test_a_freed_big_array_leaves_the_process(policy, kept):
-    """By default (and back on "system") RSS falls back after freeing 200 MB; with "reuse"
-    glibc keeps it (the opt-in's documented cost; not glibc: nothing is kept)."""
+    """By default (the pool keeps flowgrad's own arrays only) and back on "system", RSS
+    falls back after the user frees 200 MB of NumPy; with "reuse" glibc keeps it (the
+    opt-in's documented cost; not glibc: nothing is kept)."""
     base, peak, after = map(int, run(RSS.format(policy=policy)).split())
     assert peak - base > 150, (base, peak)               # the array was resident
     from flowgrad.backends import memory
@@ -86,28 +87,32 @@ print(tf.get_memory_policy(), memory.state,
 """
 
 
-@pytest.mark.skipif(not LINUX, reason="glibc malloc tunables")
-def test_reuse_policy_keeps_big_temporaries_from_faulting():
-    """A 1e6-element gradient makes ~15 fresh 4 MB arrays a call: by default each page
-    faults (malloc untouched); FLOWGRAD_MEMORY_POLICY=reuse reuses freed memory."""
+@pytest.mark.skipif(not LINUX, reason="counts page faults")
+def test_policies_keep_big_temporaries_from_faulting():
+    """A 1e6-element gradient makes ~15 fresh 4 MB arrays a call. "system": each page of
+    each faults (malloc as it is, nothing kept); "pool" (the default): flowgrad's kernels
+    write into the arrays its tensors let go of, with malloc untouched; "reuse": glibc
+    keeps freed memory."""
+    env = {k: v for k, v in os.environ.items() if k != "FLOWGRAD_MEMORY_POLICY"}
+    r = subprocess.run([sys.executable, "-c", FAULTS], capture_output=True, text=True,
+                       env=env, timeout=120)
+    policy, state, pooled = r.stdout.split()
+    assert (policy, state) == ("pool", "untouched") and float(pooled) < 100, pooled
+    policy, state, system = run(FAULTS, FLOWGRAD_MEMORY_POLICY="system").split()
+    assert (policy, state) == ("system", "untouched") and float(system) > 1000, system
     policy, state, reused = run(FAULTS, FLOWGRAD_MEMORY_POLICY="reuse").split()
     if state == "unsupported":
         pytest.skip("not glibc: malloc is left as it is")
     assert (policy, state) == ("reuse", "glibc") and float(reused) < 100, reused
-    env = {k: v for k, v in os.environ.items() if k != "FLOWGRAD_MEMORY_POLICY"}
-    r = subprocess.run([sys.executable, "-c", FAULTS], capture_output=True, text=True,
-                       env=env, timeout=120)
-    policy, state, system = r.stdout.split()
-    assert (policy, state) == ("system", "untouched") and float(system) > 1000, system
 
 
 def test_memory_policy_errors_name_the_choices():
-    with pytest.raises(tf.ArgumentError, match="'reuse'.*'system'|'system'.*'reuse'"):
+    with pytest.raises(tf.ArgumentError, match="'pool'.*'reuse'.*'system'"):
         tf.set_memory_policy("fast")
     out = subprocess.run([sys.executable, "-c", "import flowgrad"], capture_output=True,
                          text=True, env=dict(os.environ, FLOWGRAD_MEMORY_POLICY="fast"))
     assert out.returncode != 0 and "FLOWGRAD_MEMORY_POLICY='fast'" in out.stderr
-    assert tf.get_memory_policy() == "system"
+    assert tf.get_memory_policy() == "pool"
     assert tf.setMemoryPolicy is tf.set_memory_policy
 
 

@@ -1,26 +1,31 @@
-"""The memory policy: whether freed big arrays' memory is kept for the next ones (glibc).
+"""The memory policy: what happens to the memory of freed big arrays.
 
 NumPy allocates every result with ``malloc``. glibc serves blocks above its mmap threshold
 (128 KiB at first, rising to at most 32 MiB as big blocks are freed) with fresh pages from
 the OS and gives them back on ``free``. A step that makes a dozen 4–40 MB temporaries and
 frees them then page-faults on every 4 KiB page of every new one, which costs more than the
-arithmetic that fills them (``bench`` W3, the gradient of a 1e6-element function: ~28 ms a
-call, against ~12 ms with the memory kept).
+arithmetic that fills them (``bench`` W3, the gradient of a 1e6-element function: ~27 ms a
+call with every page faulting, ~10 ms without).
 
-Importing flowgrad changes nothing: the policy is ``"system"`` (malloc as the process has
-it). ``set_memory_policy("reuse")``, or ``FLOWGRAD_MEMORY_POLICY=reuse`` in the environment
-(read when the NumPy backend is made), asks glibc to serve blocks up to ``MMAP_THRESHOLD``
-from its heap and to keep up to ``TRIM_THRESHOLD`` of free memory: the next big arrays reuse
-it instead of faulting. The cost is process-wide: resident memory stays near its peak,
-the user's own NumPy arrays included. ``tf.jit`` needs none of this (its replays reuse
-their own buffers). Other C libraries (musl, macOS, Windows) are left as they are.
+- ``"pool"`` (the default): malloc as the process has it; flowgrad keeps the big arrays its
+  own tensors let go of (up to 256 MiB per thread) and its next elementwise kernels write
+  into them (flowgrad/buffer_pool.py). Nothing outside flowgrad changes: the user's own
+  NumPy arrays go back to the OS as before.
+- ``"system"``: nothing kept: every freed array goes back at once.
+- ``"reuse"``: glibc itself serves blocks up to ``MMAP_THRESHOLD`` from its heap and keeps up
+  to ``TRIM_THRESHOLD`` of free memory, for every array in the process (the user's too):
+  resident memory stays near its peak. Only glibc has the knobs; elsewhere it is recorded
+  and malloc left alone.
+
+``FLOWGRAD_MEMORY_POLICY`` in the environment sets it when the NumPy backend is made.
+``tf.jit`` needs none of this (its replays reuse their own buffers).
 """
 import ctypes
 import os
 
 from ..errors import ArgumentError
 
-POLICIES = ("system", "reuse")
+POLICIES = ("pool", "system", "reuse")
 MMAP_THRESHOLD = 256 << 20         # "reuse": blocks up to this size come from the heap
 TRIM_THRESHOLD = 1 << 30           # "reuse": free memory kept at the heap's top
 # back to "system": where glibc's own dynamic thresholds settle after big frees (their
@@ -34,14 +39,14 @@ ENV = "FLOWGRAD_MEMORY_POLICY"
 # what was done to malloc: "untouched", "glibc" (reuse applied), "restored" (back to
 # system after reuse), "unsupported" (reuse asked for, not glibc)
 state = "untouched"
-_policy = "system"
+_policy = "pool"
 
 
 def get_memory_policy():
-    """The memory policy in force: ``"system"`` (the default) or ``"reuse"``.
+    """The memory policy in force: ``"pool"`` (the default), ``"system"`` or ``"reuse"``.
 
     >>> import flowgrad as tf
-    >>> tf.get_memory_policy() in ("system", "reuse")
+    >>> tf.get_memory_policy() in ("pool", "system", "reuse")
     True
     """
     return _policy
@@ -50,28 +55,36 @@ def get_memory_policy():
 def set_memory_policy(policy):
     """Choose what happens to the memory of freed big arrays; returns the previous policy.
 
-    ``"system"`` (the default): malloc as the process has it, big blocks go back to the OS
-    when freed. ``"reuse"``: glibc keeps freed memory (up to 1 GiB) for the next arrays, so
-    eager steps with many big temporaries do not page-fault (2–3x faster at 1e6+ elements)
-    — process-wide, the resident memory stays near its peak. Only glibc (Linux) has the
-    knobs; elsewhere the policy is recorded and malloc left alone. Setting ``"system"``
-    after ``"reuse"`` gives the kept memory back (``malloc_trim``).
-    ``FLOWGRAD_MEMORY_POLICY=reuse`` in the environment sets it at import.
+    ``"pool"`` (the default): flowgrad reuses the big arrays (256 KB and more) its own
+    tensors let go of for its next elementwise kernels, keeping at most 256 MiB per
+    thread; malloc and the user's NumPy arrays are left as they are. ``"system"``: nothing
+    is kept, every freed array goes back to the OS at once. ``"reuse"``: glibc keeps freed
+    memory (up to 1 GiB) for every array in the process — resident memory stays near its
+    peak; only glibc (Linux) has the knobs, elsewhere malloc is left alone. Leaving
+    ``"reuse"`` gives glibc's kept memory back (``malloc_trim``); leaving ``"pool"`` empties
+    the pool. ``FLOWGRAD_MEMORY_POLICY`` in the environment sets it at import.
 
     >>> import flowgrad as tf
-    >>> previous = tf.set_memory_policy("reuse")
+    >>> previous = tf.set_memory_policy("system")
     >>> tf.get_memory_policy()
-    'reuse'
+    'system'
     >>> tf.set_memory_policy(previous)
-    'reuse'
+    'system'
     """
     global _policy, state
     if policy not in POLICIES:
         raise ArgumentError(f"set_memory_policy(policy): policy must be one of {POLICIES}, "
-                            f"got {policy!r} — 'reuse' keeps freed memory for the next big "
-                            f"arrays, 'system' leaves malloc as it is")
+                            f"got {policy!r} — 'pool' reuses flowgrad's own freed big "
+                            f"arrays, 'reuse' keeps all freed memory (glibc), 'system' "
+                            f"keeps nothing")
     previous, _policy = _policy, policy
-    if policy == previous or (policy == "system" and state != "glibc"):
+    if policy == previous:
+        return previous
+    from .. import buffer_pool as pool
+    pool.enabled = policy == "pool"
+    if policy != "pool":
+        pool.clear()
+    if policy != "reuse" and state != "glibc":
         return previous
     libc = _glibc()
     if libc is None:
