@@ -56,6 +56,8 @@ def _classify(label):
     key = label.split()[0] + (f" {size.group(1)}" if size else "")
     if "fwd only" in label:
         key += " fwd"
+    if "empty tidy" in label:
+        key += " tidy alone"
     return key, col
 
 

@@ -358,7 +358,10 @@ def w5(reps, steps=10_000):
         before = tf.memory().num_tensors
         fg_jit()
         assert tf.memory().num_tensors == before, "W5 (jit) leaked tensors"
-        runs = {"fg": fg, "jit": fg_jit, "np": floor}
+        def tidy_alone():          # what every step of the workload pays before any kernel
+            for _ in range(steps):
+                tf.tidy(_nothing)
+        runs = {"fg": fg, "jit": fg_jit, "np": floor, "tidy": tidy_alone}
         torch_steps = _torch_w5(wn, xn, yn, steps)
         if torch_steps is not None:
             np.testing.assert_allclose(torch_steps(), floor(), rtol=1e-5)
@@ -367,10 +370,15 @@ def w5(reps, steps=10_000):
     finally:
         w.dispose()
     rows = [("W5 tiny SGD step in tidy", t["fg"], t["np"], 1e6 / steps, "us/step"),
-            ("W5 ..., tf.jit", t["jit"], t["np"], 1e6 / steps, "us/step")]
+            ("W5 ..., tf.jit", t["jit"], t["np"], 1e6 / steps, "us/step"),
+            ("W5 ..., an empty tidy (no step)", t["tidy"], t["np"], 1e6 / steps, "us/step")]
     if "torch" in t:
         rows.append(("W5 ... [torch]", t["torch"], t["np"], 1e6 / steps, "us/step"))
     return rows
+
+
+def _nothing():
+    return None
 
 
 def _torch_w5(wn, xn, yn, steps):

@@ -326,6 +326,10 @@ def _compile(tr, n_args, out_refs, threads=None):
                 ns[f"u{i}"] = getattr(E.B, prim.ufunc)
                 ns[f"r{outs[0]}"] = _Recycled(*tr.meta[outs[0]])
                 lines.append(f"    {target} = u{i}({args}, out=r{outs[0]}())")
+            elif not attrs and prim.name in _OPERATORS and _all_float(tr, refs):
+                # the kernel's own body (its fwd is this operator on floats) without the
+                # call: on the 0-d values of small steps the call costs as much as the math
+                lines.append(f"    {target} = {_OPERATORS[prim.name].format(*args.split(', '))}")
             else:
                 ns[f"f{i}"] = prim.fwd
                 call = ", ".join(["B"] + ([args] if args else []))
@@ -343,6 +347,25 @@ def _compile(tr, n_args, out_refs, threads=None):
     exec(compile(src, "<flowgrad.jit>", "exec"), ns)
     ns["__source__"] = src
     return ns["replay"], ns
+
+
+# kernels whose forward is exactly this Python operator when every operand is a float
+# (RealDiv floors int32 operands instead; tests/test_jit.py compares replays with eager)
+_OPERATORS = {"Add": "{0} + {1}", "Sub": "{0} - {1}", "Multiply": "{0} * {1}",
+              "RealDiv": "{0} / {1}", "Neg": "-{0}"}
+
+
+def _all_float(tr, refs):
+    for kind, val in refs:
+        if kind == "s":
+            dt = tr.meta[val][1]
+        elif kind == "c":
+            dt = getattr(val, "dtype", None)
+        else:                         # a variable: its dtype is fixed (assign keeps it)
+            dt = val._data.dtype
+        if dt not in E.B.float_dtypes:
+            return False
+    return True
 
 
 def _big_float_ufunc(tr, prim, refs, outs):

@@ -213,3 +213,25 @@ def test_the_replay_is_flat_code_with_dead_kernels_removed():
     src = next(iter(g.traces.values())).source
     # the loss value itself (its sum) is not needed for the gradient: gone from the replay
     assert src.count("\n") < 20 and "out=p" in src
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64", "int32"])
+def test_arithmetic_written_as_operators_gives_eager_bits(dtype):
+    """+ - * / and negation on floats replay as Python operators (their kernels' own
+    bodies); int32 division floors, so it stays a kernel call."""
+    w = tf.variable(tf.tensor(np.array([7, -3, 5]).astype(dtype)))
+
+    def f(a, s):
+        return ((a + w) * s - a / s - (-w)) / (a - s)
+    a = tf.tensor(np.array([3, 11, -4]).astype(dtype))
+    s = tf.tensor(np.array(2).astype(dtype))
+    want = f(a, s).numpy()
+    jf = tf.jit(f)
+    jf(a, s)
+    src = next(iter(jf.traces.values())).source
+    assert ("(B, " in src) == (dtype == "int32"), src       # kernel calls only for int32
+    for _ in range(2):
+        np.testing.assert_array_equal(jf(a, s).numpy(), want)
+    w.assign(tf.tensor(np.array([1, 2, 4]).astype(dtype)))
+    np.testing.assert_array_equal(jf(a, s).numpy(), f(a, s).numpy())
+    w.dispose()
