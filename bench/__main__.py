@@ -58,6 +58,10 @@ def _classify(label):
         key += " fwd"
     if "empty tidy" in label:
         key += " tidy alone"
+    if "gradients only" in label:
+        key += " grads"
+    if "update only" in label:
+        key += " update"
     return key, col
 
 

@@ -151,6 +151,11 @@ class _NumpyAdam:
         self.lr, self.b1, self.b2, self.eps, self.t = lr, b1, b2, eps, 0
 
     def step(self, x, y):
+        loss, grads = self.fwd_bwd(x, y)
+        self.update(grads)
+        return loss
+
+    def fwd_bwd(self, x, y):
         W1, b1, W2, b2, W3, b3 = self.p
         h1 = np.maximum(x @ W1 + b1, 0)
         h2 = np.maximum(h1 @ W2 + b2, 0)
@@ -165,15 +170,17 @@ class _NumpyAdam:
         gW2, gb2 = h1.T @ d2, d2.sum(0)
         d1 = (d2 @ W2.T) * (h1 > 0)
         gW1, gb1 = x.T @ d1, d1.sum(0)
+        return loss, (gW1, gb1, gW2, gb2, gW3, gb3)
+
+    def update(self, grads):
         self.t += 1
         c1, c2 = 1 - self.b1 ** self.t, 1 - self.b2 ** self.t
-        for p, g, m, v in zip(self.p, (gW1, gb1, gW2, gb2, gW3, gb3), self.m, self.v):
+        for p, g, m, v in zip(self.p, grads, self.m, self.v):
             m *= self.b1
             m += (1 - self.b1) * g
             v *= self.b2
             v += (1 - self.b2) * g * g
             p -= self.lr * (m / c1) / (np.sqrt(v / c2) + self.eps)
-        return loss
 
 
 def _mlp_flowgrad(x, y, params):
@@ -205,6 +212,7 @@ def w2(reps, steps=200):
         tf.dispose(vs)
         opt.dispose()
     rows = [("W2 MLP train step (Adam), batch 128", t["fg"], t["np"], 1e3, "ms")]
+    rows += _w2_parts(reps, x, y, params)
     # the same training run with the whole step traced once and replayed
     floor = _NumpyAdam(params)
     vs, opt, loss = _mlp_flowgrad(x, y, params)
@@ -220,6 +228,26 @@ def w2(reps, steps=200):
         opt.dispose()
     rows.append(("W2 ..., tf.jit(minimize)", t["fg"], t["np"], 1e3, "ms"))
     return rows + peers.w2_rows(reps, x, y, params, _NumpyAdam, steps)
+
+
+def _w2_parts(reps, x, y, params):
+    """W2's step in its two halves, each beside the same half of the floor: the gradients
+    (forward and backward), and the Adam update from fixed gradients."""
+    floor = _NumpyAdam(params)
+    vs, opt, loss = _mlp_flowgrad(x, y, params)
+    try:
+        _, fixed = floor.fwd_bwd(x, y)
+        gs = [tf.tensor(g) for g in fixed]
+        pairs = list(zip(gs, vs))
+        t = measure({"fg": lambda: tf.tidy(lambda: tf.variable_grads(loss)),
+                     "np": lambda: floor.fwd_bwd(x, y),
+                     "fg_up": lambda: opt.apply_gradients(pairs),
+                     "np_up": lambda: floor.update(fixed)}, reps, inner=5)
+    finally:
+        tf.dispose(vs + gs)
+        opt.dispose()
+    return [("W2 ..., gradients only (variable_grads)", t["fg"], t["np"], 1e3, "ms"),
+            ("W2 ..., Adam update only", t["fg_up"], t["np_up"], 1e3, "ms")]
 
 
 # ---------------------------------------------------------------- W3: big elementwise
