@@ -8,6 +8,7 @@ when an outer gradient function is recording, this sweep is itself recorded: hig
 Saved outputs are handed to rules as fresh tensors attached to the same node, so they stay
 connected to the inputs (TF.js hands out disconnected clones and loses exp'', tanh'' ...).
 """
+import threading
 import weakref
 
 from . import dtypes
@@ -29,15 +30,28 @@ y_hook = None                              # fn(y): the output a backward pass s
 
 _RUN_KERNEL, _MAKE_TENSOR = E.run_kernel, E.make_tensor   # the engine's own (no seam)
 
-# Seeds of ones (grad's default dy) while their backward pass runs: id -> tensor. A rule
-# may use 1·b = b (exact in IEEE) to skip a kernel (mul's does); the pass then hands back
-# a clone of any gradient that is an older tensor (an alias of x, a constant, a variable).
+# Seeds of ones (grad's default dy) while their backward pass runs, and the ones rules
+# made of them (sum's gradient spreads a seed of ones into ones): id -> tensor. A rule may
+# use 1·b = b (exact in IEEE) to skip a kernel (mul's does); the pass then hands back a
+# clone of any gradient that is an older tensor (an alias of x, a constant, a variable).
 units = {}
+_made_units = threading.local()     # per thread: ids a rule marked, dropped with the pass
 
 
 def is_unit(t):
-    """True if ``t`` is a seed of ones whose backward pass is running."""
+    """True if ``t`` is a seed of ones whose backward pass is running (or ones a rule made
+    of one)."""
     return units.get(id(t)) is t
+
+
+def mark_unit(t):
+    """A rule's result that is all ones because its dy was (``is_unit``): a unit too, until
+    the pass ends."""
+    lst = getattr(_made_units, "ids", None)
+    if lst is None:
+        lst = _made_units.ids = []
+    units[id(t)] = t
+    lst.append(id(t))
 
 
 def bind_ops(ns):
@@ -227,11 +241,17 @@ def backprop(y, dy, xs, sess, batch=False, unit=False):
 def _unit_backprop(y, dy, xs, sess):
     start = next(E._ids)
     k = id(dy)
+    made = getattr(_made_units, "ids", None)
+    if made is None:
+        made = _made_units.ids = []
+    mark = len(made)
     try:
         units[k] = dy
         grads, connected = backprop(y, dy, xs, sess)
     finally:
         units.pop(k, None)
+        while len(made) > mark:         # (a nested pass keeps what the outer one marked)
+            units.pop(made.pop(), None)
     for i, g in enumerate(grads):
         if g is not None and g.id < start and g is not dy:   # an older tensor: a new one
             grads[i] = _ops.clone(g)

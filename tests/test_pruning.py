@@ -239,3 +239,21 @@ def test_user_code_in_a_backward_pass_sees_counted_tensors():
     np.testing.assert_allclose(hooked[0].numpy(), np.exp([0.25, 2.25]), rtol=1e-6)
     tf.dispose([hooked[0], y, g])
     assert tf.memory().num_tensors == n0
+
+
+def test_a_summed_seed_of_ones_is_not_multiplied_by(kernels):
+    """grad(f) of a sum: the sum's gradient spreads the seed of ones into ones, and the
+    products below it hand back their other factor instead of multiplying by them."""
+    x, w = t64(X), t64(X[::-1].copy())
+    g = tf.grad(lambda t: (t * w).sum())(x)
+    np.testing.assert_array_equal(g.numpy(), X[::-1])
+    assert kernels["Multiply"] == 1                 # the forward's only
+    kernels.clear()
+    g = tf.grad(lambda t: (t.exp() * t.sin() + t * t).sum(axis=0))(x)
+    np.testing.assert_allclose(g.numpy(), np.exp(X) * (np.sin(X) + np.cos(X)) + 2 * X,
+                               rtol=1e-12)
+    assert kernels["Multiply"] == 2 + 2             # forward 2; exp's and sin's rules
+    # a gradient that is an older tensor is handed out as a new one (w stays w)
+    g = tf.grad(lambda t: (t * w).sum())(x)
+    assert g is not w and not g.is_disposed and not w.is_disposed
+    tf.dispose([x, w, g])

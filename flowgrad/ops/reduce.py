@@ -8,6 +8,7 @@ from .. import engine as E
 from ..args import describe
 from ..errors import ArgumentError, ShapeError
 from ..names import Result
+from ..tape import is_unit, mark_unit, units
 from ._core import as_float, as_tensor, export, flag, norm_axes, norm_axis, primitive
 from .logical import where
 from .shape import broadcast_to, concat, reshape, reverse, slice, stop_gradient, transpose
@@ -44,7 +45,10 @@ def _sum(B, x, axes, keep_dims):
 
 @_sum.def_vjp
 def _(dy, x, axes, keep_dims):
-    return _grow(dy, x, axes, keep_dims)
+    dx = _grow(dy, x, axes, keep_dims)
+    if units and is_unit(dy):
+        mark_unit(dx)       # ones spread: the rules below may skip multiplying by them
+    return dx
 
 
 @export
