@@ -109,7 +109,9 @@ def ufunc_out(name, arrays, big):
     fn = _UFUNCS.get(name)
     if fn is None:
         fn = _UFUNCS[name] = getattr(np, name)
-    return fn(*arrays, out=buf)
+    # NOTE: casting="no": a ufunc whose result is not the operands' dtype (a comparison)
+    # raises here instead of being cast into the buffer
+    return fn(*arrays, out=buf, casting="no")
 
 
 def clear():
