@@ -30,8 +30,11 @@ import numpy as np
 from . import engine as E
 
 # 128 KB blocks (32768 float32): fastest of 32-256 KB on W3 (a 2 MB L2 holds the block
-# buffers of a chain; smaller blocks pay more Python per element)
+# buffers of a chain; smaller blocks pay more Python per element). On threads, twice that:
+# each block's Python holds the GIL, and half as many hand-offs made W3 at 1e7 10% faster
+# on 2 threads (1e6: 6%), where one thread loses 10% at 1e6
 BLOCK_BYTES = 1 << 17
+THREADS_BLOCK_FACTOR = 2
 # smaller chains run as plain replays: their arrays stay in cache anyway, and one call a
 # kernel is cheaper than a loop of blocks (measured on W3: equal at ~1 MB, fused 15% faster
 # at 4 MB, 10% slower at 256 KB)
@@ -161,7 +164,8 @@ class FusedChain:
 
     def __init__(self, members, ins, full, outs, n, dtype, threads):
         self.n, self.dtype, self.threads = n, dtype, threads
-        self.block = max(1, BLOCK_BYTES // np.dtype(dtype).itemsize)
+        size = BLOCK_BYTES * (1 if (threads or THREADS) <= 1 else THREADS_BLOCK_FACTOR)
+        self.block = max(1, size // np.dtype(dtype).itemsize)
         self.ins, self.outs, self.full = ins, outs, full     # full: sliced per block
         self.names = [st[1].name for st in members]
         self._tmp_cache = {}       # worker -> its block buffers, made on first use
@@ -186,7 +190,7 @@ class FusedChain:
                             flat_in, flat_out, self._tmps(w))
                 for w, lo in enumerate(range(per, n, per), 1)]
         try:
-            self.run(0, per, flat_in, flat_out, self._tmps(0))
+            self.run(0, min(per, n), flat_in, flat_out, self._tmps(0))
         finally:
             for f in futs:          # (never leave workers writing into returned buffers)
                 f.result()
