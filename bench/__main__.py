@@ -3,7 +3,8 @@ print a table of flowgrad's time, the NumPy floor's, and their ratio. Rows marke
 ``[torch]``, ``[jax]`` or ``[autograd]`` put that peer in flowgrad's column (measured only
 where importable). ``--peers`` regroups the rows: one line per workload, its ratios to the
 floor for flowgrad eager, tf.jit (one and two threads), PyTorch eager and JAX jit.
-``--threads N`` sets tf.jit's default thread count (FLOWGRAD_JIT_THREADS)."""
+``--threads N`` sets tf.jit's default thread count (1 otherwise: every row runs on one
+thread, except those marked "2 threads")."""
 import argparse
 import os
 import re
@@ -20,10 +21,13 @@ def main(argv=None):
     p.add_argument("--peers", action="store_true",
                    help="one line per workload: flowgrad eager/jit beside torch and jax")
     p.add_argument("--threads", type=int, default=None,
-                   help="tf.jit's default thread count (FLOWGRAD_JIT_THREADS)")
+                   help="tf.jit's default thread count (default 1)")
     args = p.parse_args(argv)
-    if args.threads is not None:
-        os.environ["FLOWGRAD_JIT_THREADS"] = str(args.threads)
+    # tf.jit's default thread count: one (every row runs on one thread) unless asked;
+    # rows marked "2 threads" pass threads=2 themselves
+    from flowgrad import fusion
+    fusion.THREADS = args.threads if args.threads is not None else 1
+    os.environ["FLOWGRAD_JIT_THREADS"] = str(fusion.THREADS)     # (subprocesses: the same)
     reps = args.reps or (2 if args.quick else 9)
     if args.peers:
         return peers_table(args.names or ["W1", "W3", "W4a", "W5"], reps)

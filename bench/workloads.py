@@ -278,7 +278,7 @@ def w3(reps, sizes=(10**6, 10**7)):
             np.testing.assert_allclose(torch_g(), floor(), rtol=1e-5, atol=1e-6)
             t = measure({"p": torch_g, "np": floor}, reps)
             rows.append((f"W3 ... {n:.0e} [torch]", t["p"], t["np"], 1e3, "ms"))
-        jg = tf.jit(g)          # (threads: FLOWGRAD_JIT_THREADS, else 1)
+        jg = tf.jit(g)          # (threads: python -m bench --threads N, else 1)
         np.testing.assert_allclose(jg(x).numpy(), floor(), rtol=1e-5, atol=1e-6)
         t = measure({"fg": lambda: jg(x), "np": floor}, reps)
         rows.append((f"W3 ... {n:.0e}, tf.jit", t["fg"], t["np"], 1e3, "ms"))

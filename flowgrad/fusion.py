@@ -15,8 +15,10 @@ fused results equal eager ones bit for bit, with any block size and thread count
 reduction is fused (a blockwise sum would change the summation order, hence the bits).
 
 Threads: blocks are shared among ``threads`` workers (NumPy ufuncs release the GIL), each
-with its own block buffers and a contiguous range of blocks; the default comes from the
-environment variable ``FLOWGRAD_JIT_THREADS`` (1 when unset).
+with its own block buffers and a contiguous range of blocks; the default is the
+environment variable ``FLOWGRAD_JIT_THREADS``, else the cores this process may run on. A
+chain splits only where each thread gets THREAD_MIN elements or more, so small programs
+stay on the calling thread.
 """
 from __future__ import annotations
 
@@ -42,9 +44,21 @@ FUSE_MIN_BYTES = 1 << 20
 THREAD_MIN = 1 << 18   # elements per thread below which a thread costs more than it saves
 
 
-def _env_threads():
+def _cores():
+    """The cores this process may run on (a container's or taskset's share, not the
+    machine's)."""
     try:
-        return max(1, int(os.environ.get("FLOWGRAD_JIT_THREADS", "1")))
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):      # (macOS, Windows)
+        return os.cpu_count() or 1
+
+
+def _env_threads():
+    value = os.environ.get("FLOWGRAD_JIT_THREADS", "").strip()
+    if not value:
+        return _cores()
+    try:
+        return max(1, int(value))
     except ValueError:
         return 1
 

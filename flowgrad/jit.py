@@ -491,8 +491,8 @@ def jit(fn: Any = None, *, max_traces: int = MAX_TRACES, threads: int | None = N
     fused (flowgrad/fusion.py): each chain runs block by block (128 KB) through
     small reused buffers, so its intermediates stay in cache; the results are eager's to
     the bit. ``threads`` splits the blocks of each fused chain among that many threads
-    (default: the environment variable ``FLOWGRAD_JIT_THREADS``, else 1); any thread
-    count gives the same bits.
+    (default: the environment variable ``FLOWGRAD_JIT_THREADS``, else the cores this
+    process may use); any thread count gives the same bits.
 
     >>> import flowgrad as tf
     >>> step = tf.jit(tf.grad(lambda x: (x.sin() * x).sum()))

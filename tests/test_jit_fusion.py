@@ -1,6 +1,8 @@
 """tf.jit fusion (flowgrad/fusion.py): fused elementwise chains give eager's results to the
 bit — every fusable op of the table, forward and backward, seeded random chains, sizes that
 are not a multiple of the block, one or two threads — and small inputs are not fused."""
+import os
+
 import numpy as np
 import pytest
 
@@ -165,6 +167,10 @@ def test_threads_default_from_the_environment(monkeypatch):
     assert fusion._env_threads() == 2
     monkeypatch.setenv("FLOWGRAD_JIT_THREADS", "many")
     assert fusion._env_threads() == 1
+    monkeypatch.delenv("FLOWGRAD_JIT_THREADS")
+    assert fusion._env_threads() == fusion._cores() >= 1
+    if hasattr(os, "sched_getaffinity"):
+        assert fusion._cores() == len(os.sched_getaffinity(0))
     monkeypatch.setattr(fusion, "THREADS", 2)        # what threads=None uses
     x = sample("real", (N,), 4)
     run_both(lambda t: t.sin() * t.cos() + t, [x], threads=None)
