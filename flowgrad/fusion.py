@@ -23,9 +23,11 @@ stay on the calling thread.
 from __future__ import annotations
 
 import contextvars
+import _thread
 import os
+import queue
 import threading
-from concurrent.futures import ThreadPoolExecutor
+import time
 
 import numpy as np
 
@@ -65,17 +67,31 @@ def _env_threads():
 
 THREADS = _env_threads()       # default thread count of fused regions (tf.jit(threads=))
 
-_pool = None
-_pool_lock = threading.Lock()
+# The worker threads (started on first use, daemons) take jobs from a SimpleQueue: its put
+# and get are C, so the interruptible calling thread never touches a Python-level lock
+# (a ThreadPoolExecutor's submit and Future waits did, and a Ctrl-C inside them deadlocked
+# the next call: see FusedChain.__call__)
+_jobs = queue.SimpleQueue()
+_workers = []
+_workers_lock = threading.Lock()
 
 
-def _executor():
-    global _pool
-    with _pool_lock:
-        if _pool is None:
-            _pool = ThreadPoolExecutor(max_workers=max(1, (os.cpu_count() or 2) - 1),
-                                       thread_name_prefix="flowgrad-jit")
-        return _pool
+def _submit(ctx, fn, *args):
+    """Run ``fn(*args)`` in ``ctx`` (the caller's context: NumPy's errstate) on a worker."""
+    if not _workers:
+        with _workers_lock:
+            while len(_workers) < max(1, _cores() - 1):
+                t = threading.Thread(target=_work, name=f"flowgrad-jit-{len(_workers)}",
+                                     daemon=True)
+                _workers.append(t)
+                t.start()
+    _jobs.put((ctx, fn, args))
+
+
+def _work():
+    while True:
+        ctx, fn, args = _jobs.get()
+        ctx.run(fn, *args)          # (fn reports its own errors: FusedChain._worker)
 
 
 def _size(shape):
@@ -183,6 +199,8 @@ class FusedChain:
         self.ins, self.outs, self.full = ins, outs, full     # full: sliced per block
         self.names = [st[1].name for st in members]
         self._tmp_cache = {}       # worker -> its block buffers, made on first use
+        self._gen = 0              # calls so far, and interrupted ones again (see _settle)
+        self._running = set()      # the workers running now
         self.run, self.n_tmp, self.source = _compile(members, ins, full, outs, self.block)
 
     def __repr__(self):
@@ -199,16 +217,51 @@ class FusedChain:
             return outs
         # contiguous ranges of whole blocks, one per worker; this thread takes the first
         per = -(-n // (t * self.block)) * self.block
-        pool = _executor()
-        futs = [pool.submit(contextvars.copy_context().run, self.run, lo, min(lo + per, n),
-                            flat_in, flat_out, self._tmps(w))
-                for w, lo in enumerate(range(per, n, per), 1)]
+        self._settle()
+        self._gen += 1
+        gen = self._gen
+        done, errors = [], []
         try:
+            for w, lo in enumerate(range(per, n, per), 1):
+                lk = _thread.allocate_lock()
+                lk.acquire()
+                _submit(contextvars.copy_context(), self._worker, gen, lk, errors, lo,
+                        min(lo + per, n), flat_in, flat_out, self._tmps(w))
+                done.append(lk)
             self.run(0, min(per, n), flat_in, flat_out, self._tmps(0))
+        except BaseException:
+            self._gen += 1                  # a worker not started yet will not start
+            raise
         finally:
-            for f in futs:          # (never leave workers writing into returned buffers)
-                f.result()
+            # never leave a worker writing into buffers the replay hands out or reuses
+            for lk in done:
+                lk.acquire()                # (its worker releases it when it ends)
+            self._settle()
+        if errors:
+            raise errors[0]
         return outs
+
+    # NOTE: a Ctrl-C may end a call at any bytecode, including inside a wait. So the
+    # calling thread waits on nothing with Python-level locking (an interrupt inside a
+    # Condition's code can leave its lock held, and the next wait deadlocks; a
+    # ThreadPoolExecutor's did): each worker releases a plain lock of its own when it ends,
+    # registers in a set while it runs, and runs only if its call's generation is still
+    # current; what an interrupted call left running, the next call waits out by polling.
+    def _settle(self):
+        while self._running:
+            time.sleep(1e-4)
+
+    def _worker(self, gen, lk, errors, lo, hi, flat_in, flat_out, tmps):
+        running = self._running
+        running.add(lk)
+        try:
+            if gen == self._gen:
+                self.run(lo, hi, flat_in, flat_out, tmps)
+        except BaseException as e:      # (handed to the calling thread)
+            errors.append(e)
+        finally:
+            running.discard(lk)
+            lk.release()
 
     def _tmps(self, worker):
         bufs = self._tmp_cache.get(worker)

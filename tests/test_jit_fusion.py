@@ -259,3 +259,40 @@ def test_reduced_values_broadcast_into_a_chain():
     jf = run_both(f, [sample("real", (N,), 12)])
     assert not all(chains(jf)[0].full)
     run_both(tf.grad(lambda x: f(x).sum()), [sample("real", (N,), 13)])
+
+
+@pytest.mark.skipif(not hasattr(__import__("signal"), "setitimer"),
+                    reason="timer interrupts use signal.setitimer (Unix)")
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")
+def test_an_interrupted_threaded_replay_leaves_no_worker_writing(monkeypatch):
+    """A Ctrl-C can end a call while its second thread still writes into the replay's
+    buffers: the next call (other inputs) waits for it, and a worker not yet started does
+    nothing, so every completed call has eager's bits."""
+    from test_engine_state import _interrupted
+    monkeypatch.setattr(fusion, "BLOCK_BYTES", 1 << 12)         # many blocks a worker
+    n = 40 * (1 << 10) + 7
+    g = tf.grad(lambda t: (t.exp() * t.sin() + t * t).sum())
+    jg = tf.jit(g, threads=2)
+    xs = [tf.tensor(np.linspace(-1, 1, n).astype(np.float32) * (1 + k / 8))
+          for k in range(4)]
+    want = [g(x).numpy() for x in xs]
+    jg(xs[0])
+    assert chains(jg) and all(c.threads == 2 for c in chains(jg))
+    bad = []
+    state = {"k": 0}
+
+    def step():
+        k = state["k"] = (state["k"] + 1) % 4
+        out = jg(xs[k]).numpy()
+        if not np.array_equal(out, want[k]):
+            bad.append(k)
+    import time
+    t0 = time.perf_counter()
+    for _ in range(5):
+        step()
+    per = (time.perf_counter() - t0) / 5
+    hits = _interrupted(200, step, per)
+    assert hits >= 20
+    for _ in range(8):                     # and after the last interrupt
+        step()
+    assert not bad, f"{len(bad)} replays returned wrong values"
