@@ -22,8 +22,9 @@ stay on the calling thread.
 """
 from __future__ import annotations
 
-import contextvars
 import _thread
+import contextvars
+import math
 import os
 import queue
 import threading
@@ -94,12 +95,6 @@ def _work():
         ctx.run(fn, *args)          # (fn reports its own errors: FusedChain._worker)
 
 
-def _size(shape):
-    n = 1
-    for d in shape:
-        n *= d
-    return n
-
 
 def _fusable(st, meta, float_dtypes):
     """(size, dtype) of an elementwise kernel that may join a fused chain, else None."""
@@ -111,7 +106,7 @@ def _fusable(st, meta, float_dtypes):
     shape, dt = meta[outs[0]]
     if dt not in float_dtypes:        # (the ufunc attribute holds for float inputs only)
         return None
-    n = _size(shape)
+    n = math.prod(shape)
     for kind, val in refs:
         if kind == "s":
             rshape, rdt = meta[val]
@@ -119,7 +114,7 @@ def _fusable(st, meta, float_dtypes):
             rshape, rdt = val.shape, val.dtype
         else:                         # variables: their shape may change between calls
             return None
-        if rdt != dt or _size(rshape) not in (n, 1):
+        if rdt != dt or math.prod(rshape) not in (n, 1):
             return None
     return n, dt
 
@@ -183,7 +178,7 @@ def _chain_step(members, indices, readers, escape, key, threads, meta):
                 seen.add(_key(r))
                 ins.append(r)
     # which inputs are sliced per block (the others have one element: broadcast whole)
-    full = tuple(_size(meta[r[1]][0] if r[0] == "s" else r[1].shape) == key[0] for r in ins)
+    full = tuple(math.prod(meta[r[1]][0] if r[0] == "s" else r[1].shape) == key[0] for r in ins)
     fc = FusedChain(members, tuple(ins), full, outs, key[0], key[1], threads)
     return ("f", fc, tuple(ins), None, outs)
 

@@ -6,6 +6,7 @@ strided slice <-> its scatter into zeros), written with these same ops, so highe
 come for free.
 """
 import builtins
+import math
 
 import numpy as np
 
@@ -18,12 +19,6 @@ from ._core import as_int, as_ints, as_tensor, export, norm_axis, primitive
 
 _pyslice = builtins.slice
 
-
-def _size(shape):
-    n = 1
-    for s in shape:
-        n *= s
-    return n
 
 
 # ---------------------------------------------------------------- gather / segment sum
@@ -39,8 +34,8 @@ def _take(B, x, indices, axis, bd):
         return B.reshape(B.take(x, B.reshape(indices, (-1,)), axis=axis), shape)
     # x as rows (nb * no * n, ni): entry (b, o, j) reads row (b * no + o) * n + indices[b, j]
     n = x.shape[axis]
-    nb, no, ni = _size(x.shape[:bd]), _size(x.shape[bd:axis]), _size(x.shape[axis + 1:])
-    k = _size(indices.shape[bd:])
+    nb, no, ni = math.prod(x.shape[:bd]), math.prod(x.shape[bd:axis]), math.prod(x.shape[axis + 1:])
+    k = math.prod(indices.shape[bd:])
     idx = indices if nb * no * n < 2 ** 31 else B.astype(indices, B.int64)
     base = B.arange(0, nb * no * n, n, dtype=idx.dtype)
     rows = B.reshape(B.reshape(idx, (nb, 1, k)) + B.reshape(base, (nb, no, 1)), (-1,))
@@ -64,7 +59,7 @@ def _scatter_add_k(B, dy, indices, axis, n, batch_dims=0):
     bd = batch_dims
     pre = dy.shape[:axis]
     post = dy.shape[axis + indices.ndim - bd:]
-    nb, no, k, ni = _size(pre[:bd]), _size(pre[bd:]), _size(indices.shape[bd:]), _size(post)
+    nb, no, k, ni = math.prod(pre[:bd]), math.prod(pre[bd:]), math.prod(indices.shape[bd:]), math.prod(post)
     total = nb * no * n
     idx = indices if total < 2 ** 31 else B.astype(indices, B.int64)
     idx = B.reshape(idx, (nb, 1, k))
@@ -208,8 +203,8 @@ def _rows(B, indices, lead):
     """The row numbers of the index tuples (last axis of indices) into shape ``lead``,
     flat (in int64 where int32 could overflow)."""
     if not lead:
-        return B.zeros((_size(indices.shape[:-1]),), dtype=indices.dtype)
-    idx = indices if _size(lead) < 2 ** 31 else B.astype(indices, B.int64)
+        return B.zeros((math.prod(indices.shape[:-1]),), dtype=indices.dtype)
+    idx = indices if math.prod(lead) < 2 ** 31 else B.astype(indices, B.int64)
     rows = idx[..., 0]
     for k in range(1, len(lead)):
         rows = rows * lead[k] + idx[..., k]
@@ -220,7 +215,7 @@ def _rows(B, indices, lead):
 def _gather_nd(B, x, indices):
     d = indices.shape[-1]
     rows = _rows(B, indices, x.shape[:d])
-    out = B.take(B.reshape(x, (_size(x.shape[:d]),) + x.shape[d:]), rows, axis=0)
+    out = B.take(B.reshape(x, (math.prod(x.shape[:d]),) + x.shape[d:]), rows, axis=0)
     return B.reshape(out, indices.shape[:-1] + x.shape[d:])
 
 
@@ -235,7 +230,7 @@ def _scatter_nd_k(B, indices, updates, shape):
     rest = shape[d:]
     rows = _rows(B, indices, shape[:d])
     out = B.segment_sum(B.reshape(updates, rows.shape + rest), rows,   # duplicates add up
-                        _size(shape[:d]))
+                        math.prod(shape[:d]))
     return B.reshape(out, shape)
 
 
@@ -251,7 +246,7 @@ def _tensor_scatter_update_k(B, tensor, indices, updates):
     d = indices.shape[-1]
     rest = tensor.shape[d:]
     rows = _rows(B, indices, tensor.shape[:d])
-    out = B.put_rows(B.reshape(tensor, (_size(tensor.shape[:d]),) + rest), rows,
+    out = B.put_rows(B.reshape(tensor, (math.prod(tensor.shape[:d]),) + rest), rows,
                      B.reshape(updates, rows.shape + rest))
     return B.reshape(out, tensor.shape)
 

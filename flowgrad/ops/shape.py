@@ -5,6 +5,7 @@ Each rule is the adjoint of its op (slice <-> pad, concat <-> split, stack <-> u
 tile -> sum over the copies), written with these same ops.
 """
 import builtins
+import math
 
 import numpy as np
 
@@ -30,12 +31,6 @@ def _tensors(tensors, fn):
 
 _pyslice = builtins.slice   # this module defines the op ``slice``
 
-
-def _size(shape):
-    n = 1
-    for s in shape:
-        n *= s
-    return n
 
 
 # ---------------------------------------------------------------- identity family
@@ -115,12 +110,12 @@ def reshape(x, shape):
         raise ShapeError(f"Shapes can only have 1 implicit size. Found -1 at dims "
                          f"{[i for i, s in enumerate(shape) if s == -1]} of {list(shape)}")
     if -1 in shape:
-        known = _size(s for s in shape if s != -1)
+        known = math.prod(s for s in shape if s != -1)
         if known == 0 or size % known:
             raise ShapeError(f"The implicit shape can't be a fractional number. Got "
                              f"{size} / {known} (reshaping {x.shape} to {list(shape)})")
         shape = tuple(size // known if s == -1 else s for s in shape)
-    if any(s < 0 for s in shape) or _size(shape) != size:
+    if any(s < 0 for s in shape) or math.prod(shape) != size:
         raise ShapeError(f"Size({size}) must match the product of shape {list(shape)}: "
                          f"cannot reshape a tensor of shape {x.shape} to {list(shape)}")
     return E.run_kernel(_reshape, (x,), {"shape": shape})

@@ -5,6 +5,8 @@ Every op here is linear, and each rule is the adjoint op: batch_to_space <-> spa
 depth_to_space <-> space_to_depth, diag <-> its diagonal part, band_part -> itself, and
 mirror_pad -> scatter-adds of the mirrored copies. So higher orders come for free.
 """
+import math
+
 import numpy as np
 
 from .. import engine as E
@@ -14,12 +16,6 @@ from ..tensor import Tensor
 from ._core import as_int, as_ints, as_tensor, export, primitive
 from .indexing import _scatter_add
 
-
-def _size(shape):
-    n = 1
-    for s in shape:
-        n *= s
-    return n
 
 
 def _fresh(B, out, x):
@@ -131,7 +127,7 @@ def _space_to_batch(B, x, block_shape, paddings):
     perm = ([2 + 2 * k for k in range(m)] + [0] + [1 + 2 * k for k in range(m)]
             + list(range(1 + 2 * m, 1 + 2 * m + len(rest))))
     out = B.permute_dims(B.reshape(xp, tuple(split) + rest), tuple(perm))
-    out = B.reshape(out, (x.shape[0] * _size(block_shape),) + tuple(split[1::2]) + rest)
+    out = B.reshape(out, (x.shape[0] * math.prod(block_shape),) + tuple(split[1::2]) + rest)
     return _fresh(B, out, x)
 
 
@@ -143,7 +139,7 @@ def _(dy, x, block_shape, paddings):
 @primitive("BatchToSpaceND")
 def _batch_to_space(B, x, block_shape, crops):
     m = len(block_shape)
-    n = x.shape[0] // _size(block_shape)
+    n = x.shape[0] // math.prod(block_shape)
     spatial, rest = x.shape[1:1 + m], x.shape[1 + m:]
     # [b1, ..., bM, n, d1, ..., dM, rest] -> [n, d1, b1, ..., dM, bM, rest]
     perm = ([m] + [i for k in range(m) for i in (m + 1 + k, k)]
@@ -225,7 +221,7 @@ def batch_to_space_nd(x, block_shape, crops):
         raise ShapeError(f"{fn}(): crops.length is {got} but should be equal to "
                          f"blockShape.length  {m}")
     cr = _pairs(crops, m, "crops", fn)
-    prod = _size(block)
+    prod = math.prod(block)
     if x.shape[0] % prod:
         raise ShapeError(f"{fn}(): input tensor batch is {x.shape[0]} but is not divisible by "
                          f"the product of the elements of blockShape "
@@ -390,7 +386,7 @@ def _(dy, x):
 
 @primitive("DiagPart")
 def _diag_part(B, y, shape):
-    flat = B.reshape(y, (-1,))[::_size(shape) + 1]
+    flat = B.reshape(y, (-1,))[::math.prod(shape) + 1]
     return _fresh(B, B.reshape(flat, shape), y)
 
 
