@@ -290,18 +290,24 @@ def w3(reps, sizes=(10**6, 10**7)):
     return rows
 
 
-def _torch_w3(xn):
-    """W3's gradient with PyTorch eager (one thread), or None without it."""
+def _torch_grad_of(xn, grad):
+    """A zero-argument PyTorch eager run (one thread) of ``grad(torch, x)`` on a fresh
+    leaf x = xn requiring grad, returning NumPy; None without PyTorch."""
     torch = peers.torch_one_thread()
     if torch is None:
         return None
     x0 = torch.from_numpy(xn)
 
     def run():
-        x = x0.clone().requires_grad_(True)
-        (g,) = torch.autograd.grad((torch.exp(x) * torch.sin(x) + x * x).sum(), x)
-        return g.numpy()
+        return grad(torch, x0.clone().requires_grad_(True)).numpy()
     return run
+
+
+def _torch_w3(xn):
+    """W3's gradient with PyTorch eager, or None without it."""
+    def grad(torch, x):
+        return torch.autograd.grad((torch.exp(x) * torch.sin(x) + x * x).sum(), x)[0]
+    return _torch_grad_of(xn, grad)
 
 
 # ---------------------------------------------------------------- W4a: grad of grad
@@ -333,18 +339,11 @@ def w4a(reps, n=10**6):
 
 def _torch_d2(xn):
     """d2/dx2 of x^3 by autograd.grad twice (create_graph), or None without PyTorch."""
-    torch = peers.torch_one_thread()
-    if torch is None:
-        return None
-    x0 = torch.from_numpy(xn)
-
-    def run():
-        x = x0.clone().requires_grad_(True)
+    def grad(torch, x):
         y = x * x * x
         (g,) = torch.autograd.grad(y, x, torch.ones_like(y), create_graph=True)
-        (g2,) = torch.autograd.grad(g, x, torch.ones_like(g))
-        return g2.numpy()
-    return run
+        return torch.autograd.grad(g, x, torch.ones_like(g))[0]
+    return _torch_grad_of(xn, grad)
 
 
 # ---------------------------------------------------------------- W5: tiny steps
