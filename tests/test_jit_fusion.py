@@ -296,3 +296,21 @@ def test_an_interrupted_threaded_replay_leaves_no_worker_writing(monkeypatch):
     for _ in range(8):                     # and after the last interrupt
         step()
     assert not bad, f"{len(bad)} replays returned wrong values"
+
+
+def test_a_worker_lets_go_of_a_call_s_arrays():
+    """After a threaded call, nothing but the caller refers to the arrays it was given: a
+    worker that kept its last job made tf.jit's reuse of its outputs fail on every call."""
+    import gc
+    import weakref
+    x = tf.tensor(sample("real", (N,), 0))
+    jf = tf.jit(lambda t: (t.exp() * t.sin() + t).sqrt(), threads=2)
+    jf(x)
+    fc = chains(jf)[0]
+    ins = [np.linspace(0, 1, N).astype(np.float32)]
+    outs = [np.empty(N, np.float32)]
+    refs = [weakref.ref(a) for a in ins + outs]
+    fc(ins, outs)
+    del ins, outs
+    gc.collect()
+    assert all(r() is None for r in refs), "a worker still holds the call's arrays"
