@@ -47,49 +47,8 @@ _tracer = None             # flowgrad.jit's tracer while a function is being tra
 _OFF = 1 << 62
 POOL_MIN = _pool.MIN_ELEMENTS if B.name == "numpy" else _OFF
 
-# Kernels compute as TF.js does: log(0) = -Inf, 0/0 = NaN, overflow = Inf, silently (the
-# debug tools find where they come from), and the user's own NumPy code keeps its warnings:
-# run_kernel switches NumPy's floating-point error state (a context variable, what
-# np.errstate sets) to "ignore" around each kernel call only. Setting the variable directly
-# costs ~0.2 us a kernel (np.errstate's context manager: ~1 us); a backward pass (rules
-# only, a few kernels per op) sets it once (enter_backward).
-# NOTE: the state is saved and put back by value (not by ContextVar token): putting a value
-# back twice is harmless, so a Ctrl-C landing between two bytecodes of a restore, and the
-# restore repeated in a ``finally``, can never leave the user's NumPy silenced.
-try:
-    from numpy._core._ufunc_config import _extobj_contextvar, _make_extobj
-    _QUIET = _make_extobj(all="ignore")
-    fpe_saved, _fpe_put = _extobj_contextvar.get, _extobj_contextvar.set
-except (ImportError, AttributeError, TypeError):      # another NumPy layout: the public API
-    _QUIET = {"all": "ignore"}
-
-    def fpe_saved():
-        return np.geterr()
-
-    def _fpe_put(state):
-        np.seterr(**state)
-
-
-def fpe_restore(saved):
-    """Put back the floating-point state ``saved`` (from fpe_saved())."""
-    _fpe_put(saved)
-
-
-def fpe_quiet():
-    """Silence NumPy's floating-point warnings in this thread, for code that runs kernels
-    outside run_kernel (jit replays, fused updates); save the state first and put it back
-    in a ``finally``:
-
-    >>> saved = fpe_saved()
-    >>> try:
-    ...     fpe_quiet()
-    ...     r = np.log(np.zeros(1))
-    ... finally:
-    ...     fpe_restore(saved)
-    >>> r
-    array([-inf])
-    """
-    _fpe_put(_QUIET)
+# NumPy's floating-point error state, switched around each kernel: flowgrad/fpe.py
+from .fpe import _QUIET, _fpe_put, fpe_quiet, fpe_restore, fpe_saved  # noqa: E402,F401
 
 
 class State:
