@@ -1,6 +1,8 @@
 """Optional peers for W1 and W2: PyTorch (eager), JAX (jit-compiled) and HIPS autograd,
 each measured only when importable (never required: none is a flowgrad dependency), on the
-same inputs as the NumPy floor and checked against it before timing."""
+same inputs as the NumPy floor and checked against it before timing. Peers are timed in
+the same interleaved rounds as flowgrad and the floor, so every ratio of a workload divides
+by the same floor samples."""
 import importlib
 
 import numpy as np
@@ -74,15 +76,15 @@ def chain_grad(peer, a, n_ops):
     raise ValueError(peer)
 
 
-def w1_rows(reps, n_ops, size, a, floor):
-    rows = []
+def w1_runs(n_ops, a, floor):
+    """{peer: run} for every importable peer, each checked against the floor first (the
+    caller times them in the same rounds as flowgrad and the floor)."""
+    runs = {}
     for peer in available():
         run = chain_grad(peer, a, n_ops)
         np.testing.assert_allclose(run(), floor(), rtol=1e-4)
-        t = measure({"p": run, "np": floor}, reps, inner=5)
-        rows.append((f"W1 chain fwd+bwd, {size} elt [{peer}]", t["p"], t["np"], 1e6 / n_ops,
-                     "us/op"))
-    return rows
+        runs[peer] = run
+    return runs
 
 
 # ---------------------------------------------------------------- W2: MLP with Adam
@@ -166,9 +168,11 @@ def mlp_step(peer, x, y, params, lr=1e-3):
     raise ValueError(peer)
 
 
-def w2_rows(reps, x, y, params, floor_factory, steps):
-    """Each peer's step time against a fresh floor's, after checking the losses agree."""
-    rows = []
+def w2_runs(x, y, params, floor_factory, steps):
+    """{peer: step} for every importable peer, each trained ``steps`` steps beside a fresh
+    floor and checked to reach the same loss (the caller times them in the same rounds as
+    flowgrad and the floor)."""
+    runs = {}
     for peer in available():
         step = mlp_step(peer, x, y, params)
         floor = floor_factory(params)
@@ -176,6 +180,5 @@ def w2_rows(reps, x, y, params, floor_factory, steps):
             last_p = step()
             last_np = floor.step(x, y)
         np.testing.assert_allclose(last_p, last_np, rtol=2e-3)
-        t = measure({"p": step, "np": lambda: floor.step(x, y)}, reps, inner=5)
-        rows.append((f"W2 MLP train step [{peer}]", t["p"], t["np"], 1e3, "ms"))
-    return rows
+        runs[peer] = step
+    return runs

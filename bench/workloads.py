@@ -51,10 +51,14 @@ def w1(reps, n_ops=200):
         floor = _chain_floor(a, n_ops)
         np.testing.assert_allclose(tf.grad(lambda t: _chain(t, n_ops))(x).numpy(), floor(),
                                    rtol=1e-4)
-        t = measure({"fg": lambda: tf.grad(lambda t: _chain(t, n_ops))(x), "np": floor},
-                    reps, inner=5)
+        # the peers run in the same rounds: one floor for every ratio of the workload
+        others = peers.w1_runs(n_ops, a, floor)
+        t = measure({"fg": lambda: tf.grad(lambda t: _chain(t, n_ops))(x), "np": floor,
+                     **others}, reps, inner=5)
         rows.append((f"W1 chain fwd+bwd, {size} elt", t["fg"], t["np"], 1e6 / n_ops,
                      "us/op"))
+        rows += [(f"W1 chain fwd+bwd, {size} elt [{peer}]", t[peer], t["np"], 1e6 / n_ops,
+                  "us/op") for peer in others]
         jitted = tf.jit(tf.grad(lambda t: _chain(t, n_ops)))
         np.testing.assert_allclose(jitted(x).numpy(), floor(), rtol=1e-4)
         t = measure({"fg": lambda: jitted(x), "np": floor}, reps, inner=5)
@@ -64,7 +68,6 @@ def w1(reps, n_ops=200):
         t = measure({"fg": lambda: _chain(x, n_ops), "np": fwd_np}, reps, inner=5)
         rows.append((f"W1 chain fwd only, {size} elt", t["fg"], t["np"], 1e6 / n_ops,
                      "us/op"))
-        rows += peers.w1_rows(reps, n_ops, size, a, floor)
     return rows
 
 
@@ -206,12 +209,14 @@ def w2(reps, steps=200):
             last_np = floor.step(x, y)
             last_fg = opt.minimize(loss, return_cost=True).item()
         np.testing.assert_allclose(last_fg, last_np, rtol=2e-3)
-        t = measure({"fg": lambda: opt.minimize(loss), "np": lambda: floor.step(x, y)},
-                    reps, inner=5)
+        others = peers.w2_runs(x, y, params, _NumpyAdam, steps)    # (same rounds)
+        t = measure({"fg": lambda: opt.minimize(loss), "np": lambda: floor.step(x, y),
+                     **others}, reps, inner=5)
     finally:
         tf.dispose(vs)
         opt.dispose()
     rows = [("W2 MLP train step (Adam), batch 128", t["fg"], t["np"], 1e3, "ms")]
+    rows += [(f"W2 MLP train step [{peer}]", t[peer], t["np"], 1e3, "ms") for peer in others]
     rows += _w2_parts(reps, x, y, params)
     # the same training run with the whole step traced once and replayed
     floor = _NumpyAdam(params)
@@ -227,7 +232,7 @@ def w2(reps, steps=200):
         tf.dispose(vs)
         opt.dispose()
     rows.append(("W2 ..., tf.jit(minimize)", t["fg"], t["np"], 1e3, "ms"))
-    return rows + peers.w2_rows(reps, x, y, params, _NumpyAdam, steps)
+    return rows
 
 
 def _w2_parts(reps, x, y, params):
@@ -271,13 +276,15 @@ def w3(reps, sizes=(10**6, 10**7)):
             return np.add(out, tmp, out=out)
         g = tf.grad(lambda t: (t.exp() * t.sin() + t * t).sum())
         np.testing.assert_allclose(g(x).numpy(), floor(), rtol=1e-5, atol=1e-6)
-        t = measure({"fg": lambda: g(x), "np": floor}, reps)
-        rows.append((f"W3 grad of sum(exp sin + x^2), {n:.0e}", t["fg"], t["np"], 1e3, "ms"))
+        runs = {"fg": lambda: g(x), "np": floor}
         torch_g = _torch_w3(xn)
-        if torch_g is not None:
+        if torch_g is not None:          # PyTorch eager, measured in the same rounds
             np.testing.assert_allclose(torch_g(), floor(), rtol=1e-5, atol=1e-6)
-            t = measure({"p": torch_g, "np": floor}, reps)
-            rows.append((f"W3 ... {n:.0e} [torch]", t["p"], t["np"], 1e3, "ms"))
+            runs["torch"] = torch_g
+        t = measure(runs, reps)
+        rows.append((f"W3 grad of sum(exp sin + x^2), {n:.0e}", t["fg"], t["np"], 1e3, "ms"))
+        if "torch" in t:
+            rows.append((f"W3 ... {n:.0e} [torch]", t["torch"], t["np"], 1e3, "ms"))
         jg = tf.jit(g)          # (threads: python -m bench --threads N, else 1)
         np.testing.assert_allclose(jg(x).numpy(), floor(), rtol=1e-5, atol=1e-6)
         t = measure({"fg": lambda: jg(x), "np": floor}, reps)
