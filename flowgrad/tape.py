@@ -23,7 +23,13 @@ _ops = None
 # Debugging seams (flowgrad.debug). Empty or None unless a debug feature is on, so the sweep
 # pays one truthiness test per node for them.
 node_hooks = weakref.WeakKeyDictionary()   # node -> {output index: [fn]}: tensor.register_hook
-any_node_hooks = False                     # (a weak dict's len() is a Python call: test this)
+# True once a node hook was ever registered; then each pass reads the table itself (a weak
+# dict's len() is a Python call: one a pass, never one a node).
+# NOTE: only ever set, never reset: a pass in another thread that reset it on seeing the
+# table empty could do so between a register_hook's write to the table and its write of
+# the flag, and the registering thread's next pass skipped its hook (1% of passes with a
+# second thread running backward passes; tests/test_engine_state.py)
+any_node_hooks = False
 source_hooks = {}                          # id(x) -> (weakref to x, [fn]): tf.debug.on_gradient
 dx_hook = None                             # fn(node, i, input, dx, dy) -> dx: every gradient
 y_hook = None                              # fn(y): the output a backward pass starts from
@@ -259,9 +265,7 @@ def _unit_backprop(y, dy, xs, sess):
 
 
 def _backprop(y, dy, xs, sess, batch):
-    global any_node_hooks
-    if any_node_hooks and not node_hooks:     # (their nodes are gone: no hook is left)
-        any_node_hooks = False
+    hooks = any_node_hooks and len(node_hooks) > 0      # (this pass's own reading)
     if y_hook is not None:
         y_hook(y)
     src = {}
@@ -296,10 +300,10 @@ def _backprop(y, dy, xs, sess, batch):
             # see (nobody records them, no hook, seam, tracer or batch), each is freed the
             # moment the pass drops it: no accounting, no scope, and the peak memory of a
             # chain's backward is a few gradients, not one per op
-            st.lite = (not st.recording and not lead and not any_node_hooks and
+            st.lite = (not st.recording and not lead and not hooks and
                        dx_hook is None and E.run_kernel is _RUN_KERNEL and
                        E.make_tensor is _MAKE_TENSOR)
-            _sweep(order, grads, gsrc, src, needs, lead)
+            _sweep(order, grads, gsrc, src, needs, lead, hooks)
         finally:
             st.lite = lite
             try:
@@ -345,7 +349,7 @@ def _count_error(prim, ins, r):
                          f"expected {len(ins)} gradients.")
 
 
-def _sweep(order, grads, gsrc, src, needs, lead=()):
+def _sweep(order, grads, gsrc, src, needs, lead=(), hooks=False):
     # NOTE: no module global is written here: in CPython 3.11+ a STORE_GLOBAL invalidates
     # the module's cached global lookups
     add = _ops.add
@@ -355,7 +359,7 @@ def _sweep(order, grads, gsrc, src, needs, lead=()):
         g = grads.pop(n, None)
         if g is None:
             continue
-        if any_node_hooks and n in node_hooks:
+        if hooks and n in node_hooks:
             g = _node_hook(n, g)
         prim = n.prim
         if prim.multi:
@@ -423,7 +427,7 @@ def _user_rule(st, prim, g, args, attrs):
 
 
 def _node_hook(n, g):
-    hooks = node_hooks[n]
+    hooks = node_hooks.get(n) or {}        # (another thread may remove() it meanwhile)
     if not n.prim.multi:
         return _run_hooks(hooks.get(0, ()), g)
     return [gi if gi is None or j not in hooks else _run_hooks(hooks[j], gi)

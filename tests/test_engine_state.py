@@ -107,6 +107,65 @@ def test_persistent_tapes_in_threads_do_not_see_each_other(fast_switching):
     assert not errors, errors[:3]
 
 
+def test_a_hook_runs_while_another_thread_runs_backward_passes(fast_switching):
+    """A pass in another thread must never switch off a hook this thread just registered:
+    it once reset the hook flag on seeing the table empty, between register_hook's two
+    writes, and about 1% of the hooked passes here skipped their hook (a hook that clips or
+    replaces a gradient then gives a wrong number, silently)."""
+    stop = threading.Event()
+    errors = []
+
+    def other():
+        try:
+            x = tf.scalar(1.0)
+            while not stop.is_set():
+                tf.grad(lambda t: t * t)(x)
+        except BaseException as e:          # noqa: BLE001
+            errors.append(e)
+
+    t = threading.Thread(target=other)
+    t.start()
+    missed = 0
+    try:
+        x = tf.scalar(1.0)
+        for _ in range(1500):
+            seen = []
+
+            def f(x):
+                y = x * 3
+                y.register_hook(lambda g: seen.append(g.item()))
+                return y * y
+            assert tf.grad(f)(x).item() == 18.0
+            missed += seen != [6.0]
+    finally:
+        stop.set()
+        t.join(60)
+    assert not errors, errors
+    assert missed == 0, f"{missed} of 1500 passes skipped their hook"
+
+
+def test_a_pass_after_the_hooks_are_gone_frees_gradients_as_it_goes(monkeypatch):
+    """Once the hooked nodes are gone, first-order passes run LITE again (engine.LITE)."""
+    from flowgrad.ops import PRIMITIVES
+    sin = PRIMITIVES["Sin"]
+    rule, lite = sin.vjp, []
+
+    def spy(*args, **kw):
+        lite.append(E.state().lite)
+        return rule(*args, **kw)
+    monkeypatch.setattr(sin, "vjp", spy)
+    x = tf.scalar(0.5)
+
+    def hooked(t):
+        y = t.sin()
+        y.register_hook(lambda g: None)
+        return y.sin()
+    tf.grad(hooked)(x)
+    gc.collect()
+    tf.grad(lambda t: t.sin().sin())(x)
+    assert lite == [False, False, True, True]
+
+
 def test_a_loader_thread_feeds_a_training_loop(fast_switching):
     """Tensors made by a data-loader thread while the trainer is inside tidy() belong to
     no scope of the trainer: they reach it alive, and the trainer's numbers are exact."""

@@ -76,10 +76,10 @@ def register_hook(self, fn):
     fn = _Hook(fn)
     n = self._node
     if n is not None and n.sess is not None and n.sess.alive and n.inputs:
-        tape.any_node_hooks = True
         hooks = tape.node_hooks.setdefault(n, {})
         idx = getattr(self, "_idx", 0) if n.nout > 1 else 0
         hooks.setdefault(idx, []).append(fn)
+        tape.any_node_hooks = True          # (after the table: see tape.any_node_hooks)
         return HookHandle(tape.node_hooks, n, idx, fn)
     return _source_hook(self, fn)
 
