@@ -90,6 +90,7 @@ from . import printing as printing
 from .debug.profile import profile as profile
 from . import recording as recording
 from . import scopes as scopes
+from . import seams as seams
 from .backends import set_backend as set_backend
 from .backends.memory import set_memory_policy as set_memory_policy
 from . import strings as strings

@@ -9,8 +9,8 @@ elementwise kernels broadcast over the batch axes, reductions and shape ops get 
 shifted past them, and a primitive with no rule runs once per example (a Python loop, with
 a one-time warning naming it). Every kernel call goes through ``run_batched`` while a vmap
 is active or a backward pass walks batched nodes, which the engine's kernel seam routes
-here (``E.run_kernel`` is swapped, as tf.jit and the debug seams do): nothing is paid
-otherwise.
+here (``E.run_kernel`` is wrapped, as tf.jit and the debug seams do: flowgrad/seams.py):
+nothing is paid otherwise.
 """
 import itertools
 import threading
@@ -18,6 +18,7 @@ import threading
 import numpy as np
 
 from . import engine as E
+from . import seams
 from . import tape
 from .errors import FlowgradError
 from .tensor import Tensor
@@ -147,11 +148,10 @@ _warned = set()
 
 def activate():
     """Route every kernel call through run_batched (nestable; see deactivate)."""
-    global _inner, _users
+    global _users
     with _lock:
         if _users == 0:
-            _inner = E.run_kernel
-            E.run_kernel = run_batched
+            seams.set_layer("batch", run_batched, link=_link)
         _users += 1
 
 
@@ -160,23 +160,16 @@ def deactivate():
     with _lock:
         _users -= 1
         if _users == 0:
-            if E.run_kernel is run_batched:
-                E.run_kernel = _inner
+            seams.set_layer("batch", None)
             _inner = None
 
 
-_ENGINE_RUN = E.run_kernel     # the engine's own entry (a fallback no swap can loop on)
-
-
-def set_inner(run):
-    """While batching is on, make ``run`` the seam under it (a debug seam switched on or
-    off inside tf.vmap); True if it took it, False when batching is off."""
+def _link(run, make):
     global _inner
-    with _lock:
-        if _users == 0:
-            return False
-        _inner = run
-        return True
+    _inner = run        # what lies below batching: the tracer, a debug seam or the engine
+
+
+_ENGINE_RUN = seams.ENGINE_RUN      # the engine's own entry (a fallback no swap can loop on)
 
 
 def inner_run(prim, inputs, attrs=None):

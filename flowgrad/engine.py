@@ -18,7 +18,8 @@ counts into its own State and only its own, so ``memory()`` (the sum) is exact w
 lock. Every scope and session is restored in ``finally``, Ctrl-C included: callers note the
 level before they change it and unwind to it (``unwind_scopes``, ``unwind_recording``).
 
-Debug tools swap :func:`run_kernel` for an instrumented one, so they cost nothing when off.
+Debug tools, tf.jit's tracer and tf.vmap wrap :func:`run_kernel` while they are on
+(composed in one place, flowgrad/seams.py), so they cost nothing when off.
 """
 import itertools
 import threading

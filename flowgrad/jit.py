@@ -28,6 +28,7 @@ import numpy as np
 from . import batching as _batching
 from . import fusion as _fusion
 from . import engine as E
+from . import seams
 from .errors import ArgumentError, JitError
 from .names import Result
 from .tensor import Tensor, Variable, convert
@@ -44,7 +45,7 @@ class _Tracer:
         self.arr_slot = {}         # id(array) -> slot: tensors made from kernel outputs
         self.meta = []             # slot -> (shape, dtype)
         self.keep = []             # keeps traced objects alive so their ids stay unique
-        self.plain_run = E.run_kernel
+        self.plain_run = E.run_kernel      # what lies below the tracer (seams.set_layer)
         self.plain_make = E.make_tensor
         self.thread = threading.get_ident()     # other threads' ops are not traced
 
@@ -63,6 +64,9 @@ class _Tracer:
         if isinstance(t, Variable):
             return ("v", t)
         return ("c", t._data)
+
+    def link(self, run, make):
+        self.plain_run, self.plain_make = run, make
 
     # the seams
     def run_kernel(self, prim, inputs, attrs=None):
@@ -556,14 +560,12 @@ def _trace(fn, ts, threads=None):
         tr.new_slot(t)
     n_vars = len(_VARIABLES)
     E._tracer = tr
-    E.run_kernel = tr.run_kernel
-    E.make_tensor = tr.make_tensor
     try:
+        seams.set_layer("trace", tr.run_kernel, tr.make_tensor, tr.link)
         result = fn(*ts)
     finally:
         E._tracer = None
-        E.run_kernel = tr.plain_run
-        E.make_tensor = tr.plain_make
+        seams.set_layer("trace", None)
     if getattr(tr, "untraceable", False):
         return result, None     # tf.vmap ran inside: its batched kernels bypass the trace
     if len(_VARIABLES) != n_vars:

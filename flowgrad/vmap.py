@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import functools
 import itertools
+import threading
 from typing import Any, Callable
 
 import numpy as np
@@ -183,8 +184,11 @@ def vmap(f: Callable[..., Any], in_axes: Any = 0, out_axes: Any = 0) -> Callable
             raise VmapError("tf.vmap: no argument is batched (in_axes is None for all); "
                             "give at least one batch axis")
         level = next(_levels)
-        if E._tracer is not None:       # inside tf.jit's trace: it cannot replay batched
-            E._tracer.untraceable = True    # kernels, so that function stays eager
+        tr = E._tracer
+        if tr is not None and tr.thread == threading.get_ident():
+            # inside tf.jit's trace (this thread's: another thread's trace is not ours to
+            # spoil): it cannot replay batched kernels, so that function stays eager
+            tr.untraceable = True
         BT.activate()
         try:
             inner = [_enter(leaf, level, axis, size) if axis is not None else leaf

@@ -166,6 +166,85 @@ def test_a_pass_after_the_hooks_are_gone_frees_gradients_as_it_goes(monkeypatch)
     assert lite == [False, False, True, True]
 
 
+def _trace_while(other, x):
+    """Trace tf.jit(lambda t: t * 2 + 1)(x) in this thread while ``other(started, done)``
+    runs in a second thread, switching its layer on once the trace has begun and using it
+    after the trace has ended; returns (the jitted function, other's result)."""
+    started, traced, done = threading.Event(), threading.Event(), threading.Event()
+    out = {}
+
+    def f(t):
+        started.set()
+        assert traced.wait(20)
+        return t * 2 + 1
+    jf = tf.jit(f)
+
+    def run():
+        try:
+            out["r"] = other(started, traced, done)
+        except BaseException as e:          # noqa: BLE001
+            out["r"] = e
+    th = threading.Thread(target=run)
+    th.start()
+    try:
+        jf(x)
+    finally:
+        done.set()
+        th.join(60)
+    return jf, out["r"]
+
+
+def test_a_trace_ending_leaves_another_thread_s_vmap_batched():
+    """tf.jit's trace and tf.vmap's batching both wrap the kernel entry; a trace that ended
+    during another thread's vmap used to put back the entry it had found, and the vmap ran
+    the rest of its function unbatched (a (2, 2, 3) array of wrong values, no error)."""
+    from flowgrad import seams
+    rows = np.arange(6, dtype=np.float32).reshape(2, 3)
+
+    def other(started, traced, done):
+        assert started.wait(20)
+
+        def g(row):
+            traced.set()
+            assert done.wait(20)             # the trace has ended by now
+            return row.sum() * row
+        return tf.vmap(g)(tf.tensor(rows)).numpy()
+    x = tf.tensor(np.arange(4, dtype=np.float32))
+    jf, got = _trace_while(other, x)
+    assert not isinstance(got, BaseException), got
+    np.testing.assert_array_equal(got, rows.sum(1, keepdims=True) * rows)
+    # the trace is whole (another thread's vmap does not make it eager) and replays
+    assert list(jf.traces.values())[0] is not None and len(jf.traces) == 1
+    y = tf.tensor(np.array([5, 6, 7, 8], np.float32))
+    np.testing.assert_array_equal(jf(y).numpy(), [11, 13, 15, 17])
+    assert E.run_kernel is seams.ENGINE_RUN and seams.layers() == []
+
+
+def test_a_debug_mode_switched_on_during_another_thread_s_trace_spoils_nothing():
+    """Switching the debug seam on used to replace the entry outright, tracer included: the
+    trace then missed its last kernels and replayed stale values."""
+    from flowgrad import seams
+
+    def other(started, traced, done):
+        assert started.wait(20)
+        tf.enable_debug_mode("raise")
+        traced.set()
+        assert done.wait(20)
+        try:
+            assert seams.layers() == ["debug"]
+            with pytest.raises(tf.errors.FlowgradError, match="(?i)nan|inf"):
+                tf.log(tf.tensor([-1.0]))          # the debug seam is still on
+        finally:
+            tf.disable_debug_mode()
+        return True
+    x = tf.tensor(np.arange(4, dtype=np.float32))
+    jf, ok = _trace_while(other, x)
+    assert ok is True, ok
+    y = tf.tensor(np.array([5, 6, 7, 8], np.float32))
+    np.testing.assert_array_equal(jf(y).numpy(), [11, 13, 15, 17])
+    assert E.run_kernel is seams.ENGINE_RUN and seams.layers() == []
+
+
 def test_a_loader_thread_feeds_a_training_loop(fast_switching):
     """Tensors made by a data-loader thread while the trainer is inside tidy() belong to
     no scope of the trainer: they reach it alive, and the trainer's numbers are exact."""

@@ -8,6 +8,7 @@ import warnings
 from dataclasses import dataclass
 
 from .. import engine as E
+from .. import seams
 
 _PKG = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
 
@@ -121,7 +122,7 @@ def op_name(node):
 
 # ---------------------------------------------------------------- the instrumented entry
 
-_plain = E.run_kernel
+_plain = seams.ENGINE_RUN       # below the debug layer lies the engine's own entry
 _checkers = []          # callables (prim, inputs, attrs, out) -> None, run after each kernel
 _sites = 0              # > 0 while some feature wants sites recorded on nodes
 
@@ -144,10 +145,8 @@ def _on_record(node):
 
 
 def _install():
-    target = _instrumented if (_sites or _checkers) else _plain
-    from .. import batching
-    if not batching.set_inner(target):      # (inside tf.vmap the batched seam stays on top)
-        E.run_kernel = target
+    # (the layers over the kernel entry are composed in one place: flowgrad/seams.py)
+    seams.set_layer("debug", _instrumented if (_sites or _checkers) else None)
     E.on_record = _on_record if _sites else None
 
 
