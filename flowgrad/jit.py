@@ -138,22 +138,46 @@ def _unflatten(tpl, leaves):
     return tpl[1]
 
 
+class _Trace:
+    """What compiling a trace takes (its steps and slot shapes), without the traced
+    tensors."""
+    __slots__ = ("steps", "meta")
+
+    def __init__(self, tracer):
+        self.steps, self.meta = tracer.steps, tracer.meta
+
+
 class _Program:
-    """A trace compiled to a Python function over arrays."""
+    """A trace compiled to a Python function over arrays.
+
+    NOTE: a replay writes into buffers of its own (intermediates, recycled outputs, fused
+    chains' blocks), so two threads must never run the same one at once: each call takes
+    a replay no call is running, compiling another (with its own buffers) when every one
+    is busy, and puts it back when done. Calls from two threads used to share one, and
+    295 of 300 returned wrong values (tests/test_engine_state.py).
+    """
 
     def __init__(self, tracer, n_args, out_refs, template, threads=None):
         self.template = template
         self.out_kinds = [r[0] for r in out_refs]
-        self.fn, self.namespace = _compile(tracer, n_args, out_refs, threads)
+        self._spec = (_Trace(tracer), n_args, out_refs, threads)
+        self.fn, self.namespace = _compile(*self._spec)
         self.source = self.namespace["__source__"]      # the replay, as Python code
+        self._idle = [self.fn]      # replays no call is running (list pop/append: atomic)
 
     def __call__(self, arrays):
+        idle = self._idle
+        try:
+            fn = idle.pop()
+        except IndexError:          # every replay is running in another thread
+            fn = _compile(*self._spec)[0]
         q = E.fpe_saved()           # (kernels return -Inf/NaN silently, as in eager runs)
         try:
             E.fpe_quiet()
-            outs = self.fn(arrays)
+            outs = fn(arrays)
         finally:
             E.fpe_restore(q)
+            idle.append(fn)         # (an interrupt before this only loses a replay)
         if not outs and self.template[0] == "X":
             return self.template[1]          # a step run for its side effects
         leaves = []
