@@ -563,11 +563,11 @@ def jit(fn: Any = None, *, max_traces: int = MAX_TRACES, threads: int | None = N
             return fn(*args)           # another thread is tracing: this call runs eagerly
         try:
             result, prog = _trace(fn, ts, threads)
+            if len(programs) >= max_traces:      # (under the lock: one writer at a time)
+                programs.pop(next(iter(programs)))
+            programs[key] = _EAGER if prog is None else prog
         finally:
             _tracing.release()
-        if len(programs) >= max_traces:
-            programs.pop(next(iter(programs)))
-        programs[key] = _EAGER if prog is None else prog
         return result
 
     wrapper.traces = programs  # type: ignore[attr-defined]

@@ -5,12 +5,18 @@
 tensor during the backward pass; a returned tensor replaces it. Both return a handle with
 ``remove()``.
 """
+import threading
 import weakref
 
 from .. import tape
 from ..errors import ArgumentError
 from ..tensor import Tensor
 from . import sites
+
+
+# registering and removing hooks (not running them) may happen in several threads at once:
+# two registrations on one variable each made a fresh entry, and one hook was lost
+_lock = threading.Lock()
 
 
 class _Hook:
@@ -31,19 +37,20 @@ class HookHandle:
         self._table, self._key, self._index, self._fn = table, key, index, fn
 
     def remove(self):
-        entry = self._table.get(self._key)
-        if entry is None:
-            return
-        fns = entry.get(self._index, []) if isinstance(entry, dict) else entry[1]
-        if self._fn in fns:
-            fns.remove(self._fn)
-        if not fns:
-            if isinstance(entry, dict):
-                entry.pop(self._index, None)
-                if not entry:
+        with _lock:
+            entry = self._table.get(self._key)
+            if entry is None:
+                return
+            fns = entry.get(self._index, []) if isinstance(entry, dict) else entry[1]
+            if self._fn in fns:
+                fns.remove(self._fn)
+            if not fns:
+                if isinstance(entry, dict):
+                    entry.pop(self._index, None)
+                    if not entry:
+                        self._table.pop(self._key, None)
+                else:
                     self._table.pop(self._key, None)
-            else:
-                self._table.pop(self._key, None)
 
     def __enter__(self):
         return self
@@ -76,23 +83,25 @@ def register_hook(self, fn):
     fn = _Hook(fn)
     n = self._node
     if n is not None and n.sess is not None and n.sess.alive and n.inputs:
-        hooks = tape.node_hooks.setdefault(n, {})
-        idx = getattr(self, "_idx", 0) if n.nout > 1 else 0
-        hooks.setdefault(idx, []).append(fn)
-        tape.any_node_hooks = True          # (after the table: see tape.any_node_hooks)
+        with _lock:
+            hooks = tape.node_hooks.setdefault(n, {})
+            idx = getattr(self, "_idx", 0) if n.nout > 1 else 0
+            hooks.setdefault(idx, []).append(fn)
+            tape.any_node_hooks = True      # (after the table: see tape.any_node_hooks)
         return HookHandle(tape.node_hooks, n, idx, fn)
     return _source_hook(self, fn)
 
 
 def _source_hook(t, fn):
-    entry = tape.source_hooks.get(id(t))
-    if entry is None or entry[0]() is not t:
-        key = id(t)
+    with _lock:
+        entry = tape.source_hooks.get(id(t))
+        if entry is None or entry[0]() is not t:
+            key = id(t)
 
-        def forget(_, key=key):
-            tape.source_hooks.pop(key, None)
-        entry = tape.source_hooks[id(t)] = (weakref.ref(t, forget), [])
-    entry[1].append(fn)
+            def forget(_, key=key):
+                tape.source_hooks.pop(key, None)
+            entry = tape.source_hooks[id(t)] = (weakref.ref(t, forget), [])
+        entry[1].append(fn)
     return HookHandle(tape.source_hooks, id(t), None, fn)
 
 
