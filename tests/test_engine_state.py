@@ -281,6 +281,51 @@ def test_threads_calling_one_jitted_function_get_their_own_results(fast_switchin
     assert chains and chains[0].threads == fused_threads
 
 
+def test_a_checkpoint_written_beside_a_training_thread_holds_one_step(fast_switching,
+                                                                      tmp_path):
+    """A checkpoint saved from another thread (to keep the writing off the training loop)
+    read the variables, the slots and the step count while a step was committing: 19 of
+    300 snapshots held two variables of different steps, or a step count of a third."""
+    a = tf.variable(tf.fill([64], 1e6), name="ckpt_thread_a")
+    b = tf.variable(tf.fill([64], 1e6), name="ckpt_thread_b")
+    opt = tf.train.sgd(0.5)         # d/dw of sum(a) + sum(b) is 1: w = 1e6 - 0.5 step
+    ck = tf.train.Checkpoint(optimizer=opt, a=a, b=b)
+    stop = threading.Event()
+    errors = []
+
+    def train():
+        try:
+            while not stop.is_set():
+                opt.minimize(lambda: a.sum() + b.sum())
+        except BaseException as e:          # noqa: BLE001
+            errors.append(e)
+    t = threading.Thread(target=train)
+    t.start()
+    paths = []
+    try:
+        for i in range(60):
+            paths.append(ck.write(str(tmp_path / f"c{i}.safetensors")))
+    finally:
+        stop.set()
+        t.join(60)
+    assert not errors, errors
+    a2 = tf.variable(tf.zeros([64]))
+    b2 = tf.variable(tf.zeros([64]))
+    opt2 = tf.train.sgd(0.5)
+    ck2 = tf.train.Checkpoint(optimizer=opt2, a=a2, b=b2)
+    torn = []
+    try:
+        for p in paths:
+            ck2.restore(p)
+            want = np.float32(1e6 - 0.5 * opt2.iterations)
+            if not (np.all(a2.numpy() == want) and np.all(b2.numpy() == want)):
+                torn.append((opt2.iterations, a2.numpy()[0], b2.numpy()[0]))
+    finally:
+        tf.dispose([a, b, a2, b2])
+    assert opt.iterations > 0
+    assert not torn, f"{len(torn)} of {len(paths)} checkpoints torn: {torn[:3]}"
+
+
 def test_a_loader_thread_feeds_a_training_loop(fast_switching):
     """Tensors made by a data-loader thread while the trainer is inside tidy() belong to
     no scope of the trainer: they reach it alive, and the trainer's numbers are exact."""

@@ -113,7 +113,14 @@ def _jsonable(v):
 
 
 def _state(ckpt):
-    """(tensors by key, manifest) of the live objects."""
+    """(tensors by key, manifest) of the live objects, read under update.STATE_LOCK: one
+    step's state even while another thread trains (the arrays read are never written
+    again: a step gives its variables and slots new ones)."""
+    with update.STATE_LOCK:
+        return _read_state(ckpt)
+
+
+def _read_state(ckpt):
     lay = ckpt._layout
     tensors, manifest = {}, {"format": FORMAT, "version": VERSION,
                              "save_counter": ckpt.save_counter, "variables": {},
@@ -352,11 +359,12 @@ def _restore(ckpt, path, tensors, manifest, partial):
     rng = creation._rng.bit_generator
     args = (var_swaps, plans, hyper, rng, manifest.get("rng"), ckpt,
             int(manifest.get("save_counter", 0)))
-    try:
-        _commit(*args)
-    except BaseException:
-        update._finish(_commit, args)       # (an interrupt: the restore completes)
-        raise
+    with update.STATE_LOCK:
+        try:
+            _commit(*args)
+        except BaseException:
+            update._finish(_commit, args)       # (an interrupt: the restore completes)
+            raise
 
 
 def _hyper(opt, saved):
