@@ -589,7 +589,11 @@ def _trace(fn, ts, threads=None):
         result = fn(*ts)
     finally:
         E._tracer = None
-        seams.set_layer("trace", None)
+        try:
+            seams.set_layer("trace", None)
+        except BaseException:       # (interrupted on the way out: the tracer must go)
+            seams.set_layer("trace", None)
+            raise
     if getattr(tr, "untraceable", False):
         return result, None     # tf.vmap ran inside: its batched kernels bypass the trace
     if len(_VARIABLES) != n_vars:
