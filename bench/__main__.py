@@ -25,9 +25,9 @@ def main(argv=None):
     args = p.parse_args(argv)
     # tf.jit's default thread count: one (every row runs on one thread) unless asked;
     # rows marked "2 threads" pass threads=2 themselves
-    from flowgrad import fusion
-    fusion.THREADS = args.threads if args.threads is not None else 1
-    os.environ["FLOWGRAD_JIT_THREADS"] = str(fusion.THREADS)     # (subprocesses: the same)
+    import flowgrad as tf
+    tf.set_jit_threads(args.threads if args.threads is not None else 1)
+    os.environ["FLOWGRAD_JIT_THREADS"] = str(tf.get_jit_threads())   # (subprocesses too)
     reps = args.reps or (2 if args.quick else 9)
     if args.peers:
         return peers_table(args.names or ["W1", "W3", "W4a", "W5"], reps)

@@ -21,6 +21,7 @@ from .tensor import Tensor, Variable, dispose_variables, variable
 from .gradients import (GradMap, GradientTape, custom_grad, grad, grads, value_and_grad,
                         value_and_grads, variable_grads)
 from .jacobians import hessian, hvp, jacobian, jvp, vjp
+from .fusion import get_jit_threads, set_jit_threads
 from .jit import jit
 from .vmap import vmap
 from . import debug

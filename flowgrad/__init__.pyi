@@ -70,6 +70,7 @@ from . import fpe as fpe
 from . import fusion as fusion
 from .backends import get_backend as get_backend
 from ._engine_api import get_gradient as get_gradient
+from .fusion import get_jit_threads as get_jit_threads
 from .backends.memory import get_memory_policy as get_memory_policy
 from .train.clipping import global_norm as global_norm
 from .gradients import grad as grad
@@ -92,6 +93,7 @@ from . import recording as recording
 from . import scopes as scopes
 from . import seams as seams
 from .backends import set_backend as set_backend
+from .fusion import set_jit_threads as set_jit_threads
 from .backends.memory import set_memory_policy as set_memory_policy
 from . import strings as strings
 from . import tape as tape

@@ -15,8 +15,9 @@ fused results equal eager ones bit for bit, with any block size and thread count
 reduction is fused (a blockwise sum would change the summation order, hence the bits).
 
 Threads: blocks are shared among ``threads`` workers (NumPy ufuncs release the GIL), each
-with its own block buffers and a contiguous range of blocks; the default is the
-environment variable ``FLOWGRAD_JIT_THREADS``, else the cores this process may run on. A
+with its own block buffers and a contiguous range of blocks; the default is
+``tf.set_jit_threads(n)``, else the environment variable ``FLOWGRAD_JIT_THREADS``, else the
+cores this process may run on. A
 chain splits only where each thread gets THREAD_MIN elements or more, so small programs
 stay on the calling thread.
 """
@@ -29,10 +30,12 @@ import os
 import queue
 import threading
 import time
+import warnings
 
 import numpy as np
 
 from . import engine as E
+from .args import as_int
 
 # 128 KB blocks (32768 float32): fastest of 32-256 KB on W3 (a 2 MB L2 holds the block
 # buffers of a chain; smaller blocks pay more Python per element). On threads, twice that:
@@ -56,17 +59,58 @@ def _cores():
         return os.cpu_count() or 1
 
 
+ENV = "FLOWGRAD_JIT_THREADS"
+
+
 def _env_threads():
-    value = os.environ.get("FLOWGRAD_JIT_THREADS", "").strip()
+    value = os.environ.get(ENV, "").strip()
     if not value:
         return _cores()
     try:
-        return max(1, int(value))
+        n = int(value)
+        if n >= 1:
+            return n
     except ValueError:
-        return 1
+        pass
+    # (a warning, not an error: a speed setting should not stop the import)
+    warnings.warn(f"{ENV}={value!r} in the environment is not a whole number >= 1: tf.jit "
+                  f"runs fused chains on 1 thread (set it to a thread count, or unset it for "
+                  f"the cores this process may run on)", RuntimeWarning, stacklevel=2)
+    return 1
 
 
 THREADS = _env_threads()       # default thread count of fused regions (tf.jit(threads=))
+
+
+def set_jit_threads(threads: int | None) -> int:
+    """Set how many threads the fused chains of a ``tf.jit`` function share when it was
+    given no ``threads=``; returns the previous count. ``None`` goes back to the default:
+    ``FLOWGRAD_JIT_THREADS``, else the cores this process may run on. Results are the same
+    bits with any count; chains too small to pay for a thread stay on the calling thread.
+
+    >>> import flowgrad as tf
+    >>> previous = tf.set_jit_threads(1)
+    >>> tf.get_jit_threads()
+    1
+    >>> tf.set_jit_threads(previous)
+    1
+    """
+    global THREADS
+    n = _env_threads() if threads is None else as_int(threads, "threads",
+                                                      "set_jit_threads", 1)
+    previous, THREADS = THREADS, n
+    return previous
+
+
+def get_jit_threads() -> int:
+    """The thread count of ``tf.jit``'s fused chains when a function gives no ``threads=``
+    (see ``set_jit_threads``).
+
+    >>> import flowgrad as tf
+    >>> tf.get_jit_threads() >= 1
+    True
+    """
+    return THREADS
 
 # The worker threads (started on first use, daemons) take jobs from a SimpleQueue: its put
 # and get are C, so the interruptible calling thread never touches a Python-level lock

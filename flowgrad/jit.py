@@ -29,6 +29,7 @@ from . import batching as _batching
 from . import fusion as _fusion
 from . import engine as E
 from . import seams
+from .args import as_int
 from .errors import ArgumentError, JitError
 from .names import Result
 from .tensor import Tensor, Variable, convert
@@ -532,6 +533,8 @@ def jit(fn: Any = None, *, max_traces: int = MAX_TRACES, threads: int | None = N
     >>> bool((f(x).numpy() == (x.exp() * x.sin() + x * x).numpy()).all())
     True
     """
+    if threads is not None:
+        threads = as_int(threads, "threads", "tf.jit", 1)
     if fn is None:
         return functools.partial(jit, max_traces=max_traces, threads=threads)
     if not callable(fn):

@@ -165,8 +165,10 @@ def test_two_threads_give_the_numbers_of_one(seed):
 def test_threads_default_from_the_environment(monkeypatch):
     monkeypatch.setenv("FLOWGRAD_JIT_THREADS", "2")
     assert fusion._env_threads() == 2
-    monkeypatch.setenv("FLOWGRAD_JIT_THREADS", "many")
-    assert fusion._env_threads() == 1
+    for bad in ("many", "0", "-2"):
+        monkeypatch.setenv("FLOWGRAD_JIT_THREADS", bad)
+        with pytest.warns(RuntimeWarning, match=f"FLOWGRAD_JIT_THREADS='{bad}'.*1 thread"):
+            assert fusion._env_threads() == 1
     monkeypatch.delenv("FLOWGRAD_JIT_THREADS")
     assert fusion._env_threads() == fusion._cores() >= 1
     if hasattr(os, "sched_getaffinity"):
@@ -314,3 +316,27 @@ def test_a_worker_lets_go_of_a_call_s_arrays():
     del ins, outs
     gc.collect()
     assert all(r() is None for r in refs), "a worker still holds the call's arrays"
+
+
+def test_set_jit_threads_is_the_default_of_every_jitted_function(monkeypatch):
+    monkeypatch.setattr(fusion, "THREADS", fusion.THREADS)     # (restored afterwards)
+    previous = tf.set_jit_threads(2)
+    assert tf.get_jit_threads() == 2 and fusion.THREADS == 2
+    x = sample("real", (N,), 5)
+    jf = run_both(lambda t: t.sin() * t.cos() + t, [x], threads=None)
+    assert chains(jf)[0].threads is None            # (so it follows the setting)
+    assert tf.set_jit_threads(None) == 2
+    assert tf.get_jit_threads() == fusion._env_threads()
+    assert tf.set_jit_threads(previous) == fusion._env_threads()
+
+
+@pytest.mark.parametrize("bad, why", [(0, ">= 1, got 0"), (-1, ">= 1, got -1"),
+                                      ("2", "an integer, got '2'"),
+                                      (2.5, "an integer, got 2.5"),
+                                      (True, "an integer, got True")])
+def test_thread_counts_are_checked(bad, why):
+    with pytest.raises(tf.errors.ArgumentError, match=f"tf.jit: threads must be {why}"):
+        tf.jit(lambda t: t * 2, threads=bad)
+    with pytest.raises(tf.errors.ArgumentError,
+                       match=f"set_jit_threads: threads must be {why}"):
+        tf.set_jit_threads(bad)
