@@ -216,7 +216,13 @@ def promote(t):
     # (counted and flagged with no call in between: interrupts, see make_tensor)
     st.nt += 1
     st.nb += t._data.size * _ITEM[t.dtype]
-    st.nbuf += 1
+    b = t._buf
+    if b is None:
+        st.nbuf += 1
+    else:                       # (views of it, counted already, share its buffer)
+        if b[0] == 0:
+            st.nbuf += 1
+        b[0] += 1
     t.kept = False
     sc = st.scope
     if sc is not None:
@@ -496,7 +502,11 @@ def run_kernel(prim, inputs, attrs=None):
         src = inputs[0]
         b = src._buf
         if b is None:
-            b = src._buf = [1]
+            # the record counts the buffer's counted holders: a LITE tensor or a constant
+            # holds its buffer uncounted, and then the view is the buffer's first count
+            b = src._buf = [0 if src.kept >= CONSTANT else 1]
+        if b[0] == 0:
+            st.nbuf += 1
         b[0] += 1
         y._buf = b
     else:

@@ -206,6 +206,49 @@ def test_a_first_order_pass_leaves_the_accounting_exact():
     assert tf.memory().num_tensors == n0
 
 
+def _counts():
+    m = tf.memory()
+    return m.num_tensors, m.num_data_buffers, m.num_bytes
+
+
+def test_gradients_that_view_a_pass_s_temporaries_count_their_buffers():
+    """A view (reshape) of an uncounted temporary is the first counted holder of its
+    buffer: once, however many views and promoted tensors share it. The buffer was not
+    counted at all while such a gradient lived."""
+    x = tf.tensor([[1.0, 2.0], [3.0, 4.0]])
+    n0, b0, y0 = _counts()
+    g = tf.grad(lambda t: t.reshape([4]).exp().sum())(x)     # a view of exp's rule result
+    np.testing.assert_allclose(g.numpy(), np.exp(x.numpy()), rtol=1e-6)
+    assert _counts() == (n0 + 1, b0 + 1, y0 + 16)
+    g.dispose()
+    assert _counts() == (n0, b0, y0)
+    # one buffer for two gradients: a's is exp's rule result, b's a view of it
+    a, b = tf.tensor([[0.5, 1.0], [1.5, 2.0]]), tf.tensor([0.1, 0.2, 0.3, 0.4])
+    n0, b0, y0 = _counts()
+    da, db = tf.grads(lambda a, b: (a + b.reshape([2, 2])).exp().sum())([a, b])
+    want = np.exp(a.numpy() + b.numpy().reshape(2, 2))
+    np.testing.assert_allclose(da.numpy(), want, rtol=1e-6)
+    np.testing.assert_allclose(db.numpy(), want.reshape(4), rtol=1e-6)
+    assert np.shares_memory(da._data, db._data)
+    assert _counts()[:2] == (n0 + 2, b0 + 1)
+    da.dispose()
+    assert _counts()[:2] == (n0 + 1, b0 + 1)
+    db.dispose()
+    assert _counts() == (n0, b0, y0)
+
+
+def test_a_view_of_a_constant_counts_its_buffer():
+    from flowgrad import engine as E
+    from flowgrad.ops import PRIMITIVES
+    c = E.constant_tensor(np.arange(4, dtype=np.float32))
+    n0, b0, _ = _counts()
+    v = E.run_kernel(PRIMITIVES["Reshape"], (c,), {"shape": (2, 2)})
+    assert np.shares_memory(v._data, c._data)
+    assert _counts()[:2] == (n0 + 1, b0 + 1)
+    v.dispose()
+    assert _counts()[:2] == (n0, b0)
+
+
 def test_user_code_in_a_backward_pass_sees_counted_tensors():
     """A custom gradient's function and a hook may keep what they get: those are counted
     tensors that tidy and dispose handle as any other."""
