@@ -273,6 +273,8 @@ def test_get_config_defaults_and_camel_keys():
     (lambda: tf.train.rmsprop(), "learning_rate for RMSPropOptimizer must be defined."),
     (lambda: tf.train.momentum(0.1), "momentum for MomentumOptimizer must be defined."),
     (lambda: tf.train.sgd("fast"), "learning_rate must be a number or a schedule"),
+    (lambda: tf.train.sgd(np.True_), "learning_rate must be a number or a schedule"),
+    (lambda: tf.train.sgd(np.float32("nan")), "learning_rate must be a number or a schedule"),
     (lambda: tf.train.sgd(0.1, clip_norm=0), "clip_norm must be positive"),
     (lambda: tf.train.sgd(0.1).apply_gradients({"no_such_var": tf.scalar(1.0)}),
      "no variable named 'no_such_var' is registered"),
@@ -285,6 +287,17 @@ def test_get_config_defaults_and_camel_keys():
 def test_optimizer_errors(call, match):
     with pytest.raises(tf.FlowgradError, match=match):
         call()
+
+
+@pytest.mark.parametrize("lr", [np.float32(0.5), np.float64(0.5), np.int64(1), 0.5])
+def test_numpy_scalars_are_learning_rates(lr, owned):
+    """np.float32(0.5) was refused as 'not a number'."""
+    w = tf.variable(tf.tensor([1.0, 2.0]))
+    opt = tf.train.sgd(lr)
+    owned += [w, opt]
+    opt.minimize(lambda: w.sum())
+    np.testing.assert_array_equal(w.numpy(), np.float32([1.0, 2.0]) - np.float32(lr))
+    assert w.numpy().dtype == np.float32
 
 
 def test_gradient_of_wrong_shape_is_a_clear_error(owned):

@@ -11,6 +11,7 @@ nothing (update.py): an error or Ctrl-C in ``minimize`` changes no variable, slo
 from __future__ import annotations
 
 import math
+import numbers
 from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
 
 from .. import engine as E
@@ -281,7 +282,8 @@ class Optimizer:
 def _check_lr(lr, name):
     if callable(lr):
         return lr
-    if isinstance(lr, bool) or not isinstance(lr, (int, float)) or math.isnan(lr):
+    # (numbers.Real: NumPy's scalars too, np.float32(0.1) as well as 0.1)
+    if isinstance(lr, bool) or not isinstance(lr, numbers.Real) or math.isnan(lr):
         raise ArgumentError(f"{name}: learning_rate must be a number or a schedule (a "
                             f"callable of the step), got {lr!r}")
     return float(lr)
