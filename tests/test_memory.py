@@ -96,6 +96,37 @@ LITERAL_OPS = {"x*2": lambda x: x * 2, "add(2,3)": lambda x: tf.add(2, 3),
                "where": lambda x: tf.where(x.greater(0), 1, 0)}
 
 
+@pytest.mark.parametrize("take", [
+    lambda x: x.slice([998, 0], [2, 500]),
+    lambda x: x[7],
+    lambda x: x[10:20, ::2],
+    lambda x: tf.unstack(x)[3],
+    lambda x: tf.split(x, 4)[1],
+], ids=["slice", "index", "strided", "unstack", "split"])
+def test_a_small_slice_does_not_keep_its_source_s_memory(take):
+    """memory() counts a slice by its own size: once the source is disposed, no hidden view
+    may hold the source's whole array alive (a kept time step of a sequence would)."""
+    import weakref
+    a = np.arange(1_000_000, dtype=np.float32).reshape(1000, 1000)
+    x = tf.tensor(a)
+    src = weakref.ref(x._data)
+    part = take(x)
+    want = take(tf.tensor(a)).numpy()
+    x.dispose()
+    gc.collect()
+    assert src() is None, "the slice still holds its source's array"
+    np.testing.assert_array_equal(part.numpy(), want)
+    part.dispose()
+
+
+def test_a_large_slice_stays_a_view():
+    a = np.arange(12, dtype=np.float32).reshape(4, 3)
+    x = tf.tensor(a)
+    top = x.slice([0, 0], [3, 3])              # 3/4 of x: no copy
+    assert np.shares_memory(top._data, x._data)
+    tf.dispose([x, top])
+
+
 @pytest.mark.parametrize("op", LITERAL_OPS.values(), ids=LITERAL_OPS.keys())
 def test_ops_with_number_literals_leave_one_disposable_tensor(op):
     x = tf.scalar(2.0)

@@ -164,6 +164,15 @@ def primitive(name, **flags):
     return deco
 
 
+def own_buffer(B, out, x):
+    """``out``, a view into ``x``'s array, as an array of its own when it is less than half
+    of ``x``: kept after ``x`` is gone, a small view would hold all of ``x``'s memory alive
+    while memory() counts only the view (TF.js copies slices). Larger views stay views."""
+    if out.size * 2 < x.size and B.may_share_memory(out, x):
+        return B.asarray(out, copy=True)
+    return out
+
+
 def run(prim, *inputs, **attrs):
     """Run a primitive on tensors (attrs as keywords)."""
     return E.run_kernel(prim, inputs, attrs or None)

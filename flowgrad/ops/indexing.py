@@ -15,7 +15,7 @@ from .. import engine as E
 from ..args import check_alloc
 from ..errors import ArgumentError, DtypeError, ShapeError
 from ..tensor import Tensor, convert
-from ._core import as_int, as_ints, as_tensor, export, norm_axis, primitive
+from ._core import as_int, as_ints, as_tensor, export, norm_axis, own_buffer, primitive
 
 _pyslice = builtins.slice
 
@@ -399,7 +399,8 @@ def tensor_scatter_update(tensor, indices, updates):
 
 @primitive("StridedSlice", batch=True)
 def _strided_slice(B, x, key):
-    return B.asarray(x[key])    # an int key on a vector gives a NumPy scalar: keep an array
+    # (an int key on a vector gives a NumPy scalar: keep an array)
+    return own_buffer(B, B.asarray(x[key]), x)
 
 
 # The two rules below accept leading batch axes (vectorised jacobians): the key is

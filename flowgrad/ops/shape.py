@@ -14,7 +14,8 @@ from .. import engine as E
 from ..errors import ArgumentError, ShapeError
 from ..tensor import Tensor
 from ..args import alive, as_number, check_alloc, norm_perm
-from ._core import as_ints, as_tensor, export, norm_axes, norm_axis, primitive
+from ._core import (as_ints, as_tensor, export, norm_axes, norm_axis, own_buffer,
+                    primitive)
 
 
 def _tensors(tensors, fn):
@@ -303,7 +304,7 @@ def _split(B, x, sizes, axis):
     head = (_pyslice(None),) * axis
     out, b = [], 0
     for s in sizes:
-        out.append(x[head + (_pyslice(b, b + s), Ellipsis)])
+        out.append(own_buffer(B, x[head + (_pyslice(b, b + s), Ellipsis)], x))
         b += s
     return out
 
@@ -375,7 +376,7 @@ def stack(tensors, axis=0):
 
 @primitive("Unpack", multi=True, batch=True)
 def _unstack(B, x, axis):
-    return B.unstack(x, axis=axis)
+    return [own_buffer(B, a, x) for a in B.unstack(x, axis=axis)]
 
 
 @_unstack.def_vjp
@@ -404,7 +405,7 @@ def unstack(x, axis=0):
 
 @primitive("Slice", batch=True)
 def _slice(B, x, begin, size):
-    return x[tuple(_pyslice(b, b + s) for b, s in zip(begin, size))]
+    return own_buffer(B, x[tuple(_pyslice(b, b + s) for b, s in zip(begin, size))], x)
 
 
 @_slice.def_vjp
