@@ -5,9 +5,11 @@ from the OS and gives them back on ``free`` (backends/memory.py). An eager step 
 a dozen 4 MB temporaries and frees them page-faults on every page of every new one: on W3
 (the gradient of a 1e6-element function) that is 60% of the time. So, without touching
 malloc: an array of ``MIN_ELEMENTS`` or more that a tensor lets go of, and that nothing
-else refers to, waits here if an elementwise kernel has asked for its shape and dtype
-before (at most ``LIMIT_BYTES`` per thread), and the next such kernel writes into it
-(``ufunc(..., out=buffer)``: the same ufunc loop, so the same bits).
+else refers to, waits here if a kernel has asked for its shape and dtype before (at most
+``LIMIT_BYTES`` per thread), and the next such kernel writes into it: elementwise kernels
+(``ufunc(..., out=buffer)``: the same ufunc loop, so the same bits), the NumPy backend's
+matrix products (the same BLAS product) and the fused optimizer updates (train/fused.py,
+which give their temporaries back too).
 
 NOTE: "nothing else refers to it" is CPython's reference count, read right after the
 tensor dropped the array: views (their ``base``), ``numpy()`` results, buffer exports

@@ -1,7 +1,7 @@
 """The buffer pool (memory policy "pool", the default): big arrays flowgrad's tensors let
-go of are reused by its next elementwise kernels — never an array anything else still
-refers to, never a shape no kernel asked for, never more than the limit, and always the
-same bits as without it."""
+go of are reused by its next elementwise kernels, matrix products and fused optimizer
+updates — never an array anything else still refers to, never a shape no kernel asked
+for, never more than the limit, and always the same bits as without it."""
 import threading
 
 import numpy as np
@@ -46,6 +46,36 @@ def test_pooled_results_are_the_same_bits(policy, dtype):
                                rtol=1e-5 if dtype == np.float32 else 1e-12, atol=1e-5)
 
 
+@pytest.mark.parametrize("ta, tb", [(False, False), (True, False), (False, True)])
+def test_pooled_matrix_products_are_the_same_bits(policy, ta, tb):
+    """Big products write into pooled outputs (the NumPy backend's matmul): the same
+    BLAS product, into other memory, and the same bits; so are their gradients."""
+    rng = np.random.default_rng(7)
+    m, k, n = 300, 77, buffer_pool.MIN_ELEMENTS // 300 + 3
+    a = tf.tensor(rng.standard_normal((k, m) if ta else (m, k)).astype(np.float32))
+    b = tf.tensor(rng.standard_normal((n, k) if tb else (k, n)).astype(np.float32))
+
+    def run():
+        y = tf.mat_mul(a, b, ta, tb)
+        ga, gb = tf.grads(lambda a, b: tf.mat_mul(a, b, ta, tb).tanh().sum())([a, b])
+        return [t.numpy() for t in (y, ga, gb)]
+    policy("system")
+    want = run()
+    policy("pool")
+    took, take = [], buffer_pool.take
+    try:
+        buffer_pool.take = lambda shape, dt: took.append(take(shape, dt)) or took[-1]
+        for _ in range(3):                 # later calls write into recycled outputs
+            got = run()
+    finally:
+        buffer_pool.take = take
+    assert any(t is not None and t.shape == (m, n) for t in took)
+    for x, y in zip(got, want):
+        np.testing.assert_array_equal(x, y)
+    np.testing.assert_allclose(want[0], (a.numpy().T if ta else a.numpy()) @
+                               (b.numpy().T if tb else b.numpy()), rtol=1e-4, atol=1e-4)
+
+
 def test_an_array_the_user_holds_is_never_reused(policy):
     policy("pool")
     x = tf.tensor(np.full(N, 2.0, np.float32))
@@ -78,7 +108,7 @@ def test_only_wanted_shapes_are_kept(policy):
     policy("system")
     policy("pool")                          # (an empty pool)
     a = tf.ones([300, 400])
-    m = tf.mat_mul(a, a, False, True)       # (300, 300): made by a product, not a ufunc
+    m = tf.concat([a, a], 0)                # (600, 400): made by concat, which asks none
     m.dispose()
     assert buffer_pool.pooled_bytes() == 0
     tf.dispose(a + 1)                       # (300, 400) float32 is now wanted

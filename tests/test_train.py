@@ -400,6 +400,39 @@ def test_clip_by_value_gradient_at_the_bounds():
 
 
 @pytest.mark.parametrize("kind, cfg, make", CONFIGS, ids=IDS)
+def test_fused_updates_of_pooled_sizes_equal_the_op_by_op_rules_to_the_bit(kind, cfg, make,
+                                                                          monkeypatch):
+    """Big variables' fused updates write into buffers from the pool (train/fused.py) and
+    matrix products into pooled outputs (the NumPy backend's matmul): the same bits."""
+    from flowgrad import buffer_pool
+    from flowgrad.train import fused as fused_rules, optimizers
+    rng = np.random.default_rng(3)
+    n = buffer_pool.MIN_ELEMENTS // 256 + 1                   # a (256, n) weight: pooled
+    x = rng.standard_normal((300, 256)).astype(np.float32)
+    w0 = (rng.standard_normal((256, n)) * 0.1).astype(np.float32)
+    took, out = [], fused_rules._out
+    monkeypatch.setattr(fused_rules, "_out", lambda B, like: took.append(out(B, like)) or
+                        took[-1])
+    results = []
+    for fused in (True, False):
+        if not fused:
+            monkeypatch.setattr(optimizers, "_FUSED", {})
+        w = tf.variable(tf.tensor(w0))
+        opt = make()
+        xs = tf.tensor(x)
+        try:
+            for _ in range(4):
+                opt.minimize(lambda: xs.mat_mul(w).tanh().square().mean())
+            results.append(w.numpy())
+            if fused:
+                assert any(a is not None for a in took), "no update used a pooled buffer"
+        finally:
+            tf.dispose([w, xs])
+            opt.dispose()
+    np.testing.assert_array_equal(results[0], results[1])
+
+
+@pytest.mark.parametrize("kind, cfg, make", CONFIGS, ids=IDS)
 def test_fused_updates_equal_the_op_by_op_rules_to_the_bit(kind, cfg, make, monkeypatch):
     from flowgrad.train import optimizers
     results = []

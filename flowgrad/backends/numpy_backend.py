@@ -4,6 +4,7 @@ import types
 
 import numpy as np
 
+from .. import buffer_pool as _pool
 from ..strings import StringArray
 from .memory import apply_env
 
@@ -27,6 +28,7 @@ def make_numpy_backend():
     ns.mean = _mean
     ns.permute_dims = _permute_dims
     ns.full = _full
+    ns.matmul = _matmul
     ns.dtypes = {"float32": np.dtype(np.float32), "float64": np.dtype(np.float64),
                  "int32": np.dtype(np.int32), "bool": np.dtype(np.bool_)}
     # NOTE: ufuncs on 0-d arrays return NumPy scalars: those are this backend's arrays too;
@@ -77,6 +79,22 @@ def _mean(x, /, *, axis=None, keepdims=False):
 
 def _permute_dims(x, /, axes):
     return x.transpose(axes)
+
+
+def _matmul(a, b, /):
+    # NOTE: a big product's output from malloc is mapped fresh, and page-faults on every
+    # page, whenever glibc's threshold for mapped blocks has not grown past its size: that
+    # depends on what the process freed before (a loop of per-example gradients: 25,000
+    # faults a batch, 40% of its time, or none). So a float product of 256 KB or more
+    # writes into a buffer its shape's tensors gave back (flowgrad/buffer_pool.py), as
+    # elementwise kernels do; BLAS computes the same product, into other memory.
+    if a.ndim == 2 and b.ndim == 2 and a.dtype is b.dtype and a.dtype.kind == "f":
+        shape = (a.shape[0], b.shape[1])
+        if shape[0] * shape[1] >= _pool.MIN_ELEMENTS and a.shape[1] == b.shape[0]:
+            out = _pool.take(shape, a.dtype)
+            if out is not None:
+                return np.matmul(a, b, out=out)
+    return np.matmul(a, b)
 
 
 def _same(a):

@@ -12,9 +12,12 @@ variable and its slots all at once, so a failed or interrupted step changes noth
 
 NOTE: writing a slot's new value beside the old one costs more memory traffic than the
 in-place updates that came before (about +12% for Adam on 1 MB weights, which then spill
-L2). Keeping the replaced arrays as scratch for the next step was measured and is no
-faster: the allocator already hands back the memory just freed.
+L2). The fresh arrays of big variables come from the buffer pool (the values this step's
+commit replaces go back to it): malloc hands back the memory just freed only while
+glibc's threshold for mapped blocks is above their size, and otherwise every new array
+page-faults on every page.
 """
+from .. import buffer_pool as _pool
 from .. import engine as E
 from ..ops._core import primitive
 
@@ -57,6 +60,22 @@ def run(rule, opt, var, g, slots):
 
 # ---------------------------------------------------------------- the rules
 # rule(B, opt, w, g, slots, lr, t) -> (new w, new slot values in the order of slot_names)
+#
+# NOTE: each fresh array is written into a buffer that arrays of its shape gave back
+# (buffer_pool: the replaced values and gradients of earlier steps) where there is one:
+# from malloc, big ones are mapped fresh and page-fault on every page unless glibc's
+# threshold has grown past their size (W2's Adam steps: ~100 faults a step, or 500 once
+# the products' outputs came from the pool). Temporaries go back to the pool at the end.
+
+def _out(B, like):
+    """A pooled buffer of ``like``'s shape and dtype, or None (the ufunc allocates)."""
+    if like.size >= _pool.MIN_ELEMENTS and E.POOL_MIN != E._OFF:
+        return _pool.take(like.shape, like.dtype)
+    return None
+
+
+def _back(a):
+    _pool.offer(a)
 
 def _step(B, u, lr, w):
     """u * -lr + w, in u (a fresh array the caller owns)."""
@@ -65,29 +84,29 @@ def _step(B, u, lr, w):
 
 
 def sgd(B, opt, w, g, slots, lr, t):
-    u = B.multiply(g, -lr)
+    u = B.multiply(g, -lr, out=_out(B, g))
     return (B.add(u, w, out=u),)
 
 
 def momentum(B, opt, w, g, slots, lr, t):
     (acc,) = slots
     m = opt.momentum
-    new_acc = B.multiply(acc, m)
+    new_acc = B.multiply(acc, m, out=_out(B, acc))
     B.add(new_acc, g, out=new_acc)
     if opt.use_nesterov:
-        u = B.multiply(new_acc, m)
+        u = B.multiply(new_acc, m, out=_out(B, new_acc))
         B.add(g, u, out=u)
     else:
-        u = B.multiply(new_acc, -lr)
+        u = B.multiply(new_acc, -lr, out=_out(B, new_acc))
         return (B.add(u, w, out=u), new_acc)
     return (_step(B, u, lr, w), new_acc)
 
 
 def adagrad(B, opt, w, g, slots, lr, t):
     (acc,) = slots
-    new_acc = B.square(g)
+    new_acc = B.square(g, out=_out(B, g))
     B.add(acc, new_acc, out=new_acc)
-    u = B.add(new_acc, EPSILON)
+    u = B.add(new_acc, EPSILON, out=_out(B, new_acc))
     B.sqrt(u, out=u)
     B.divide(g, u, out=u)
     return (_step(B, u, lr, w), new_acc)
@@ -96,13 +115,14 @@ def adagrad(B, opt, w, g, slots, lr, t):
 def adadelta(B, opt, w, g, slots, lr, t):
     eg, ex = slots
     rho, eps = opt.rho, opt.epsilon
-    g2 = B.square(g)
+    g2 = B.square(g, out=_out(B, g))
     B.multiply(g2, 1 - rho, out=g2)
-    new_eg = B.multiply(eg, rho)
+    new_eg = B.multiply(eg, rho, out=_out(B, eg))
     B.add(new_eg, g2, out=new_eg)
-    den = B.add(new_eg if opt.use_updated_accumulator else eg, eps)
+    acc = new_eg if opt.use_updated_accumulator else eg
+    den = B.add(acc, eps, out=_out(B, acc))
     B.sqrt(den, out=den)
-    delta = B.add(ex, eps)
+    delta = B.add(ex, eps, out=_out(B, ex))
     B.sqrt(delta, out=delta)
     B.divide(delta, den, out=delta)
     B.multiply(delta, g, out=delta)
@@ -110,19 +130,20 @@ def adadelta(B, opt, w, g, slots, lr, t):
     B.square(delta, out=den)
     B.multiply(den, 1 - rho, out=den)
     B.add(new_ex, den, out=new_ex)
+    _back(den)
     return (_step(B, delta, lr, w), new_eg, new_ex)
 
 
 def _moments(B, opt, g, m, v, t):
     b1, b2 = opt.beta1, opt.beta2
-    new_m = B.multiply(m, b1)
-    tmp = B.multiply(g, 1 - b1)
+    new_m = B.multiply(m, b1, out=_out(B, m))
+    tmp = B.multiply(g, 1 - b1, out=_out(B, g))
     B.add(new_m, tmp, out=new_m)
     B.square(g, out=tmp)
     B.multiply(tmp, 1 - b2, out=tmp)
-    new_v = B.multiply(v, b2)
+    new_v = B.multiply(v, b2, out=_out(B, v))
     B.add(new_v, tmp, out=new_v)
-    u = B.divide(new_m, 1 - b1 ** t)
+    u = B.divide(new_m, 1 - b1 ** t, out=_out(B, new_m))
     B.divide(new_v, 1 - b2 ** t, out=tmp)
     B.sqrt(tmp, out=tmp)
     B.add(tmp, opt.epsilon, out=tmp)
@@ -132,7 +153,8 @@ def _moments(B, opt, g, m, v, t):
 
 def adam(B, opt, w, g, slots, lr, t):
     m, v = slots
-    u, _, new_m, new_v = _moments(B, opt, g, m, v, t)
+    u, tmp, new_m, new_v = _moments(B, opt, g, m, v, t)
+    _back(tmp)
     return (_step(B, u, lr, w), new_m, new_v)
 
 
@@ -141,6 +163,7 @@ def adamw(B, opt, w, g, slots, lr, t):
     u, tmp, new_m, new_v = _moments(B, opt, g, m, v, t)
     B.multiply(w, opt.weight_decay, out=tmp)
     B.add(u, tmp, out=u)
+    _back(tmp)
     return (_step(B, u, lr, w), new_m, new_v)
 
 
@@ -148,10 +171,10 @@ def adamax(B, opt, w, g, slots, lr, t):
     m, u = slots
     b1 = opt.beta1
     step_lr = -lr / ((t - 1) * opt.decay + 1)
-    new_m = B.multiply(m, b1)
-    r = B.multiply(g, 1 - b1)
+    new_m = B.multiply(m, b1, out=_out(B, m))
+    r = B.multiply(g, 1 - b1, out=_out(B, g))
     B.add(new_m, r, out=new_m)
-    new_u = B.multiply(u, opt.beta2)
+    new_u = B.multiply(u, opt.beta2, out=_out(B, u))
     B.maximum(new_u, B.abs(g, out=r), out=new_u)
     B.add(new_u, opt.epsilon, out=r)
     B.divide(new_m, r, out=r)
@@ -162,15 +185,15 @@ def adamax(B, opt, w, g, slots, lr, t):
 def rmsprop(B, opt, w, g, slots, lr, t):
     rho = opt.decay
     ms, mom = slots[0], slots[1]
-    tmp = B.square(g)
+    tmp = B.square(g, out=_out(B, g))
     B.multiply(tmp, 1 - rho, out=tmp)
-    new_ms = B.multiply(ms, rho)
+    new_ms = B.multiply(ms, rho, out=_out(B, ms))
     B.add(new_ms, tmp, out=new_ms)
     new = (new_ms,)
     num = None
     if opt.centered:
-        new_mg = B.multiply(slots[2], rho)
-        num = B.multiply(g, 1 - rho)
+        new_mg = B.multiply(slots[2], rho, out=_out(B, slots[2]))
+        num = B.multiply(g, 1 - rho, out=_out(B, g))
         B.add(new_mg, num, out=new_mg)
         new += (new_mg,)
         B.square(new_mg, out=tmp)
@@ -179,9 +202,10 @@ def rmsprop(B, opt, w, g, slots, lr, t):
     else:
         B.add(new_ms, opt.epsilon, out=tmp)
     B.sqrt(tmp, out=tmp)
-    num = B.multiply(g, lr, out=num)
+    num = B.multiply(g, lr, out=num if num is not None else _out(B, g))
     B.divide(num, tmp, out=num)
-    new_mom = B.multiply(mom, opt.momentum)
+    new_mom = B.multiply(mom, opt.momentum, out=_out(B, mom))
     B.add(new_mom, num, out=new_mom)
+    _back(tmp)
     # slots in the order of slot_names: rms, momentum[, mg]
     return (B.subtract(w, new_mom, out=num), new_ms, new_mom) + new[1:]
