@@ -120,7 +120,7 @@ def _sweep_without_seams():
     import inspect
     import textwrap
     src = textwrap.dedent(inspect.getsource(tape._sweep))
-    drop = ("any_node_hooks", "_node_hook", "dx_hook")
+    drop = ("node_hooks", "_node_hook", "dx_hook")
     lines = [ln for ln in src.splitlines() if not any(d in ln for d in drop)]
     ns = dict(vars(tape))
     exec("\n".join(lines).replace("global \n", ""), ns)
