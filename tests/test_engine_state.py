@@ -41,6 +41,23 @@ def _rss_mb():
         pytest.skip("RSS is read from /proc (Linux only)")
 
 
+def _in_threads(worker, n):
+    """Run ``worker(k)`` in n threads at once; the errors they raised."""
+    errors = []
+
+    def run(k):
+        try:
+            worker(k)
+        except BaseException as e:          # noqa: BLE001 - reported by the test
+            errors.append(f"thread {k}: {type(e).__name__}: {e}")
+    threads = [threading.Thread(target=run, args=(k,)) for k in range(n)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(120)
+    return errors
+
+
 # ---------------------------------------------------------------- threads
 
 # 7 elements, and enough that kernels write into pooled buffers (flowgrad/buffer_pool.py)
@@ -70,11 +87,7 @@ def test_threads_compute_gradients_concurrently_with_exact_values(fast_switching
         except BaseException as e:          # noqa: BLE001 - reported by the test
             errors.append(f"thread {k}: {type(e).__name__}: {e}")
 
-    threads = [threading.Thread(target=worker, args=(k,)) for k in range(4)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(120)
+    errors += _in_threads(worker, 4)
     assert not errors, errors[:3]
     assert len(results) == 4
     gc.collect()
@@ -258,21 +271,14 @@ def test_threads_calling_one_jitted_function_get_their_own_results(fast_switchin
           for k in range(4)]
     want = [g(x).numpy() for x in xs]
     jg(xs[0])
-    bad, errors = [], []
+    bad = []
 
     def worker(k):
-        try:
-            for i in range(40):
-                j = (k + i) % 4
-                if not np.array_equal(jg(xs[j]).numpy(), want[j]):
-                    bad.append(j)
-        except BaseException as e:          # noqa: BLE001
-            errors.append(e)
-    threads = [threading.Thread(target=worker, args=(k,)) for k in range(3)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(120)
+        for i in range(40):
+            j = (k + i) % 4
+            if not np.array_equal(jg(xs[j]).numpy(), want[j]):
+                bad.append(j)
+    errors = _in_threads(worker, 3)
     assert not errors, errors[:3]
     assert not bad, f"{len(bad)} of 120 calls returned wrong values"
     assert len(jg.traces) == 1
