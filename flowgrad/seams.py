@@ -2,8 +2,9 @@
 instrumentation each wrap ``engine.run_kernel`` (the tracer ``engine.make_tensor`` too)
 while they are on. They come and go in any order and from any thread, so no layer saves
 "what was there" to put back: this module composes the layers that are on, in one fixed
-order (batching outermost, then the tracer, then the debug seam, then the engine's own
-entry), under a lock, and tells each layer what lies below it whenever that changes.
+order (batching outermost, then the tracer, then the debug seam, then the leak tracker's
+tensor seam, then the engine's own entries), under a lock, and tells each layer what lies
+below it whenever that changes.
 
 NOTE: when each layer saved and restored the entry itself, a trace ending in one thread
 put back the entry it had found, dropping the tf.vmap batching another thread had switched
@@ -18,24 +19,26 @@ import threading
 
 from . import engine as E
 
-ORDER = ("batch", "trace", "debug")         # outermost first
+ORDER = ("batch", "trace", "debug", "leaks")    # outermost first
 ENGINE_RUN, ENGINE_MAKE = E.run_kernel, E.make_tensor    # the engine's own entries
+ENGINE_ACCOUNT = E.account_new
 
 _on = {}                    # kind -> (run, make or None, link or None)
 _lock = threading.RLock()
 
 
 def set_layer(kind, run, make=None, link=None):
-    """Turn the layer ``kind`` (one of ORDER) on, or off with ``run=None``.
+    """Turn the layer ``kind`` (one of ORDER) on, or off when ``run`` and ``make`` are both
+    None.
 
-    ``run`` wraps run_kernel, ``make`` (or None) wraps make_tensor, and ``link(run_below,
-    make_below)`` is called, under the lock, with the entries the layer must call, now and
-    whenever the layers below it change.
+    ``run`` (or None) wraps run_kernel, ``make`` (or None) wraps make_tensor, and
+    ``link(run_below, make_below)`` is called, under the lock, with the entries the layer
+    must call, now and whenever the layers below it change.
     """
     if kind not in ORDER:
         raise ValueError(f"unknown layer {kind!r}: one of {ORDER}")
     with _lock:
-        if run is None:
+        if run is None and make is None:
             _on.pop(kind, None)
         else:
             _on[kind] = (run, make, link)
@@ -55,7 +58,8 @@ def _compose():
         r, m, link = layer
         if link is not None:
             link(run, make)
-        run = r
+        if r is not None:
+            run = r
         if m is not None:
             make = m
     E.run_kernel, E.make_tensor = run, make

@@ -243,3 +243,105 @@ def test_profile_errors_name_the_fix():
         tf.profile(lambda: tf.tensor([1.0, 2.0]).reshape([3]))
     assert instrumentation_is_off()                        # restored after an error
     gc.collect()
+
+
+# ---------------------------------------------------------------- threads
+
+def _beside(other, main):
+    """Run ``other(go, done)`` in a second thread while this one runs ``main(go, done)``;
+    the events let the two interleave on purpose. Returns other's result."""
+    import threading
+    go, done, out = threading.Event(), threading.Event(), {}
+
+    def run():
+        try:
+            out["r"] = other(go, done)
+        except BaseException as e:          # noqa: BLE001 - reported below
+            out["r"] = e
+    t = threading.Thread(target=run)
+    t.start()
+    try:
+        main(go, done)
+    finally:
+        done.set()
+        t.join(60)
+    assert not isinstance(out.get("r"), BaseException), out.get("r")
+    return out.get("r")
+
+
+def test_a_profile_lists_only_its_own_thread_s_kernels():
+    """Another thread's kernels (a data loader's) ran beside f, not in it: they were listed
+    among f's, and the timing of one thread's kernel could be another's."""
+    x = tf.tensor(np.ones(1000, np.float32))
+
+    def loader(go, done):
+        assert go.wait(20)
+        while not done.is_set():
+            tf.dispose(x.exp())
+    infos = []
+
+    def main(go, done):
+        go.set()
+        for _ in range(50):
+            infos.append(tf.profile(lambda: x.square().sum()))
+    import sys
+    old = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)             # (so that the threads interleave)
+    try:
+        _beside(loader, main)
+    finally:
+        sys.setswitchinterval(old)
+    assert all(i.kernel_names == ["Square", "Sum"] and len(i.kernels) == 2 for i in infos)
+    assert instrumentation_is_off()
+
+
+def test_a_leak_tracker_notes_only_its_own_thread_s_tensors():
+    made = []
+
+    def loader(go, done):
+        assert go.wait(20)
+        made.append(tf.ones([5]))           # kept by the loader: not the tracked block's
+        done.wait(20)
+        return True
+
+    def main(go, done):
+        with tf.debug.track_leaks() as leaks:
+            go.set()
+            while not made:
+                pass
+            mine = tf.ones([3]) * 2  # MINE
+        assert leaks.count == 1 and [s.lineno for s in leaks.sites] == [line_of("MINE")]
+        mine.dispose()
+    _beside(loader, main)
+    tf.dispose(made)
+    assert instrumentation_is_off()
+
+
+def test_a_trace_in_another_thread_leaves_a_leak_tracker_on():
+    """tf.jit's trace and the leak tracker both wrap make_tensor: a trace that began before
+    the tracker and ended inside it put back the entry it had found, switching the tracker
+    off, so the block's later tensors went unseen."""
+    import threading
+    traced, tracking = threading.Event(), threading.Event()
+
+    def f(t):
+        traced.set()
+        assert tracking.wait(20)            # the tracker is on now; the trace then ends
+        return t.square() + 1
+    jf = tf.jit(f)
+
+    def tracer(go, done):
+        return jf(tf.tensor([1.0, 2.0])).numpy()
+
+    def main(go, done):
+        assert traced.wait(20)
+        with tf.debug.track_leaks() as leaks:
+            tracking.set()
+            while jf.traces == {}:
+                pass                        # (the trace has ended)
+            kept = [tf.tensor([1.0, 2.0]), tf.ones([4]) + 1]  # KEPT
+        assert leaks.count == 2 and [s.lineno for s in leaks.sites] == [line_of("KEPT")]
+        tf.dispose(kept)
+    np.testing.assert_array_equal(_beside(tracer, main), [2.0, 5.0])
+    np.testing.assert_array_equal(jf(tf.tensor([3.0, 4.0])).numpy(), [10.0, 17.0])
+    assert instrumentation_is_off()

@@ -1,7 +1,7 @@
 """Leak reports: ``with tf.debug.track_leaks() as leaks:`` notes every tensor created inside
-(by an op, a creation function, a gradient call, a variable) with the user's line that made
-it, and reports those still alive at exit -- neither disposed nor garbage-collected --
-grouped by that line, with counts and bytes. ``leaks.step()`` (or entering the same tracker
+(by an op, a creation function, a gradient call, a variable, in the thread that entered it)
+with the user's line that made it, and reports those still alive at exit -- neither
+disposed nor garbage-collected -- grouped by that line, with counts and bytes. ``leaks.step()`` (or entering the same tracker
 again on each iteration) takes a snapshot; ``leaks.report()`` shows the sites whose live
 count grows from one iteration to the next: the leak of a loop without ``tidy``.
 
@@ -9,16 +9,19 @@ Off, it costs nothing: the creation seams (``engine.make_tensor``, ``engine.acco
 and the kernel checker of ``sites``) are swapped only while a tracker or a profile is active.
 """
 import os
+import threading
 import weakref
 from dataclasses import dataclass, field
 
 from .. import engine as E
+from .. import seams
 from . import sites
 
 # ---------------------------------------------------------------- creation seam (shared)
 
 _listeners = []            # fn(tensor, kind) for every tensor created while active
-_orig = {}                 # the engine functions swapped while listeners exist
+_orig = {}                 # what the swapped engine functions call
+_lock = threading.Lock()   # adding and removing listeners, from any thread
 
 
 def _made(a):
@@ -41,22 +44,32 @@ def _kernel(prim, inputs, attrs, out):
         fn(out, None)
 
 
+def _link(run, make):
+    _orig["make_tensor"] = make     # (what lies below: flowgrad/seams.py composes the layers)
+
+
 def add_listener(fn):
     """Call ``fn(tensor, kind)`` for every tensor created from now on (kind 'variable' for
     variables, else None) until ``remove_listener(fn)``."""
-    if not _listeners:
-        _orig["make_tensor"], _orig["account_new"] = E.make_tensor, E.account_new
-        E.make_tensor, E.account_new = _made, _accounted
-        sites.add_checker(_kernel)
-    _listeners.append(fn)
+    with _lock:
+        if not _listeners:
+            # make_tensor is wrapped as a layer (a tf.jit trace in another thread may wrap
+            # it too); account_new has no other wrapper
+            _orig["account_new"] = seams.ENGINE_ACCOUNT
+            seams.set_layer("leaks", None, _made, _link)
+            E.account_new = _accounted
+            sites.add_checker(_kernel)
+        _listeners.append(fn)
 
 
 def remove_listener(fn):
-    if fn in _listeners:
-        _listeners.remove(fn)
-    if not _listeners and _orig:
-        E.make_tensor, E.account_new = _orig.pop("make_tensor"), _orig.pop("account_new")
-        sites.remove_checker(_kernel)
+    with _lock:
+        if fn in _listeners:
+            _listeners.remove(fn)
+        if not _listeners and "account_new" in _orig:
+            seams.set_layer("leaks", None)
+            E.account_new = _orig.pop("account_new")
+            sites.remove_checker(_kernel)
 
 
 # ---------------------------------------------------------------- reports
@@ -149,10 +162,12 @@ class LeakTracker:
         self._snapshots = []      # [{site key: (count, bytes, {op names})}] at each step / exit
         self._depth = 0
         self._stepped = False
+        self._thread = None       # the thread whose tensors it notes (the one that entered)
 
     # ------------------------------------------------------------- on / off
     def __enter__(self):
         if self._depth == 0:
+            self._thread = threading.get_ident()
             add_listener(self._seen)
             self._stepped = False
         self._depth += 1
@@ -167,6 +182,8 @@ class LeakTracker:
         return False
 
     def _seen(self, t, kind):
+        if threading.get_ident() != self._thread:
+            return              # (made by another thread, a data loader's say: not inside)
         site = sites.capture(2)
         if site is None:
             key, line, op = _UNKNOWN, "", "?"

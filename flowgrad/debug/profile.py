@@ -7,6 +7,7 @@ Synchronous in Python (TF.js's are async); the result is also awaitable, so a tr
 is timed only while a profile runs, by wrapping the plain kernel entry that ``sites`` calls.
 """
 import inspect
+import threading
 import time as _time
 
 from .. import engine as E
@@ -53,44 +54,52 @@ class TimingInfo(ProfileInfo):
 
 
 _active = []            # open profiles (innermost last); each gets every kernel
-_last = [0.0]           # duration (s) of the kernel that just ran
+# Threads: a profile reports the kernels of the thread that runs it (another thread's, a data
+# loader's say, ran beside f, not in it); each thread times its own kernel (``_last``); the
+# memory figures are tf.memory()'s, which counts every thread.
+_last = threading.local()   # .dt: duration (s) of the kernel this thread just ran
 _orig_plain = None
+_lock = threading.Lock()    # starting and stopping profiles, from any thread
 
 
 def _timed(prim, inputs, attrs=None):
     t0 = _time.perf_counter()
     out = _orig_plain(prim, inputs, attrs)
-    _last[0] = _time.perf_counter() - t0
+    _last.dt = _time.perf_counter() - t0
     return out
 
 
 def _on_kernel(prim, inputs, attrs, out):
-    dt = _last[0]
-    for p in _active:
-        p.kernel(prim, inputs, attrs, out, dt)
+    dt = getattr(_last, "dt", 0.0)
+    me = threading.get_ident()
+    for p in list(_active):
+        if p.thread == me:
+            p.kernel(prim, inputs, attrs, out, dt)
 
 
 def _on_tensor(t, kind):
-    for p in _active:
+    for p in list(_active):
         p.peak = max(p.peak, E.total_bytes())
 
 
 def _start(p):
     global _orig_plain
-    if not _active:
-        _orig_plain = sites._plain
-        sites._plain = _timed            # sites' instrumented entry calls this
-        sites.add_checker(_on_kernel)
-        leaks.add_listener(_on_tensor)
-    _active.append(p)
+    with _lock:
+        if not _active:
+            _orig_plain = sites._plain
+            sites._plain = _timed            # sites' instrumented entry calls this
+            sites.add_checker(_on_kernel)
+            leaks.add_listener(_on_tensor)
+        _active.append(p)
 
 
 def _stop(p):
-    _active.remove(p)
-    if not _active:
-        leaks.remove_listener(_on_tensor)
-        sites._plain = _orig_plain
-        sites.remove_checker(_on_kernel)
+    with _lock:
+        _active.remove(p)
+        if not _active:
+            leaks.remove_listener(_on_tensor)
+            sites._plain = _orig_plain
+            sites.remove_checker(_on_kernel)
 
 
 def _attrs_text(attrs):
@@ -102,6 +111,7 @@ def _attrs_text(attrs):
 
 class _Run:
     def __init__(self, keep_kernels=True):
+        self.thread = threading.get_ident()
         self.kernels = []
         self.kernel_s = 0.0
         self.keep = keep_kernels
