@@ -66,6 +66,7 @@ from . import dtypes as dtypes
 from .debug.numerics import enable_debug_mode as enable_debug_mode
 from . import engine as engine
 from . import errors as errors
+from . import forks as forks
 from . import fpe as fpe
 from . import fusion as fusion
 from .backends import get_backend as get_backend

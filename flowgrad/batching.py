@@ -17,6 +17,7 @@ import threading
 
 import numpy as np
 
+from .forks import renew_after_fork
 from . import engine as E
 from . import seams
 from . import tape
@@ -143,6 +144,7 @@ def _shift(a, nb):
 _inner = None               # the run_kernel the batched one wraps (engine's, or a seam's)
 _users = 0                  # active vmaps and backward passes over batched nodes
 _lock = threading.Lock()
+renew_after_fork(globals(), "_lock", threading.Lock)     # (flowgrad/forks.py)
 _warned = set()
 
 

@@ -26,6 +26,7 @@ import threading
 
 import numpy as np
 
+from .forks import renew_after_fork
 from . import dtypes
 from . import backends
 from . import buffer_pool as _pool
@@ -75,6 +76,7 @@ class State:
 _states = []               # every thread's State (a finished thread's is folded in _retired)
 _retired = [0, 0, 0]
 _states_lock = threading.Lock()
+renew_after_fork(globals(), "_states_lock", threading.Lock)     # (flowgrad/forks.py)
 
 
 class _Local(threading.local):

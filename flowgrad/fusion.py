@@ -31,6 +31,7 @@ import queue
 import threading
 import time
 import warnings
+import weakref
 
 import numpy as np
 
@@ -131,6 +132,23 @@ def _submit(ctx, fn, *args):
                 _workers.append(t)
                 t.start()
     _jobs.put((ctx, fn, args))
+
+
+def _after_fork_in_child():
+    """A forked child has only the thread that forked: the parent's workers are gone, and
+    a job queued for them would wait forever (a threaded replay hung in a
+    multiprocessing worker). The child starts workers of its own when it needs them."""
+    global _jobs, _workers_lock
+    _jobs = queue.SimpleQueue()
+    _workers_lock = threading.Lock()
+    _workers.clear()
+    for chain in list(_chains):
+        chain._running.clear()          # (workers that were running are not in the child)
+
+
+_chains = weakref.WeakSet()     # every FusedChain (their running workers, after a fork)
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 def _work():
@@ -244,6 +262,7 @@ class FusedChain:
         self._tmp_cache = {}       # worker -> its block buffers, made on first use
         self._gen = 0              # calls so far, and interrupted ones again (see _settle)
         self._running = set()      # the workers running now
+        _chains.add(self)
         self.run, self.n_tmp, self.source = _compile(members, ins, full, outs, self.block)
 
     def __repr__(self):

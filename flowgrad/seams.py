@@ -17,6 +17,7 @@ True
 """
 import threading
 
+from .forks import renew_after_fork
 from . import engine as E
 
 ORDER = ("batch", "trace", "debug", "leaks")    # outermost first
@@ -25,6 +26,7 @@ ENGINE_ACCOUNT = E.account_new
 
 _on = {}                    # kind -> (run, make or None, link or None)
 _lock = threading.RLock()
+renew_after_fork(globals(), "_lock", threading.RLock)     # (flowgrad/forks.py)
 
 
 def set_layer(kind, run, make=None, link=None):

@@ -332,6 +332,60 @@ def test_a_checkpoint_written_beside_a_training_thread_holds_one_step(fast_switc
     assert not torn, f"{len(torn)} of {len(paths)} checkpoints torn: {torn[:3]}"
 
 
+def _in_a_forked_child(fn):
+    """Run ``fn()`` in a forked child (a hang dies by SIGALRM); its exit code: 0 if fn
+    returned True."""
+    import os
+    import signal
+    pid = os.fork()
+    if pid == 0:                            # (the child: never returns into pytest)
+        code = 1
+        try:
+            signal.alarm(20)
+            code = 0 if fn() is True else 3
+        finally:
+            os._exit(code)
+    _, status = os.waitpid(pid, 0)
+    return os.waitstatus_to_exitcode(status)
+
+
+@pytest.mark.skipif(not hasattr(__import__("os"), "fork"), reason="os.fork (POSIX)")
+@pytest.mark.filterwarnings("ignore::DeprecationWarning")      # (3.12: fork with threads)
+def test_a_forked_child_runs_threaded_replays_and_takes_the_locks_others_held():
+    """A data-loader pool forks the process: the child has only the forking thread. A
+    threaded replay queued work for the parent's workers, which are not there, and hung;
+    a lock another thread held at the fork stayed held in the child forever."""
+    from flowgrad import fusion, seams
+    from flowgrad.train import update
+    n = 2 * fusion.THREAD_MIN + 5
+    x = tf.tensor(np.linspace(-1, 1, n).astype(np.float32))
+    jf = tf.jit(lambda t: (t.exp() * t.sin() + t).square(), threads=2)
+    jf(x)
+    want = jf(x).numpy()                    # a replay: the parent's workers exist now
+    assert fusion._workers
+    holding, release = threading.Event(), threading.Event()
+
+    def hold():
+        with seams._lock, update.STATE_LOCK:
+            holding.set()
+            release.wait(30)
+    t = threading.Thread(target=hold)
+    t.start()
+    assert holding.wait(20)
+
+    def child():
+        w = tf.variable(tf.tensor([1.0, 2.0]))
+        tf.train.sgd(0.5).minimize(lambda: w.sum())             # takes STATE_LOCK
+        rows = tf.vmap(lambda r: r * 2)(tf.tensor([[1.0], [2.0]]))  # takes seams' lock
+        return (np.array_equal(jf(x).numpy(), want) and w.numpy().tolist() == [0.5, 1.5]
+                and rows.numpy().tolist() == [[2.0], [4.0]])
+    try:
+        assert _in_a_forked_child(child) == 0
+    finally:
+        release.set()
+        t.join(30)
+
+
 def test_a_loader_thread_feeds_a_training_loop(fast_switching):
     """Tensors made by a data-loader thread while the trainer is inside tidy() belong to
     no scope of the trainer: they reach it alive, and the trainer's numbers are exact."""

@@ -8,6 +8,7 @@ tensor during the backward pass; a returned tensor replaces it. Both return a ha
 import threading
 import weakref
 
+from ..forks import renew_after_fork
 from .. import tape
 from ..errors import ArgumentError
 from ..tensor import Tensor
@@ -17,6 +18,7 @@ from . import sites
 # registering and removing hooks (not running them) may happen in several threads at once:
 # two registrations on one variable each made a fresh entry, and one hook was lost
 _lock = threading.Lock()
+renew_after_fork(globals(), "_lock", threading.Lock)     # (flowgrad/forks.py)
 
 
 class _Hook:

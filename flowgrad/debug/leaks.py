@@ -13,6 +13,7 @@ import threading
 import weakref
 from dataclasses import dataclass, field
 
+from ..forks import renew_after_fork
 from .. import engine as E
 from .. import seams
 from . import sites
@@ -22,6 +23,7 @@ from . import sites
 _listeners = []            # fn(tensor, kind) for every tensor created while active
 _orig = {}                 # what the swapped engine functions call
 _lock = threading.Lock()   # adding and removing listeners, from any thread
+renew_after_fork(globals(), "_lock", threading.Lock)     # (flowgrad/forks.py)
 
 
 def _made(a):

@@ -10,6 +10,7 @@ import inspect
 import threading
 import time as _time
 
+from ..forks import renew_after_fork
 from .. import engine as E
 from ..errors import ArgumentError
 from ..names import Result
@@ -60,6 +61,7 @@ _active = []            # open profiles (innermost last); each gets every kernel
 _last = threading.local()   # .dt: duration (s) of the kernel this thread just ran
 _orig_plain = None
 _lock = threading.Lock()    # starting and stopping profiles, from any thread
+renew_after_fork(globals(), "_lock", threading.Lock)     # (flowgrad/forks.py)
 
 
 def _timed(prim, inputs, attrs=None):

@@ -27,6 +27,7 @@ assignments.
 import threading
 import weakref
 
+from ..forks import renew_after_fork
 from .. import dtypes
 from .. import engine as E
 from ..errors import (ArgumentError, DisposedError, DtypeError, JitError, ShapeError,
@@ -43,6 +44,7 @@ from . import fused
 # loop) never holds variables of one step beside slots or a step count of another: without
 # it, 19 of 300 snapshots taken beside a training thread were torn (tests/test_engine_state.py)
 STATE_LOCK = threading.RLock()
+renew_after_fork(globals(), "STATE_LOCK", threading.RLock)     # (flowgrad/forks.py)
 
 
 def step(opt, pairs, skip_nonfinite, loss, rule):

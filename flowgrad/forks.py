@@ -1,0 +1,18 @@
+"""What a forked child must renew. ``os.fork()`` (multiprocessing's default start method on
+Linux before Python 3.14: data-loader pools) copies the process with only the thread that
+forked: a lock another thread held at that moment stays held in the child forever, and
+threads the parent started are not there to take queued work.
+
+>>> import threading
+>>> from flowgrad import forks
+>>> state = {"lock": threading.Lock()}
+>>> forks.renew_after_fork(state, "lock", threading.Lock)
+"""
+import os
+
+
+def renew_after_fork(namespace, name, factory):
+    """In a forked child, replace ``namespace[name]`` (a module's lock: pass ``globals()``)
+    with a fresh ``factory()``."""
+    if hasattr(os, "register_at_fork"):         # (POSIX)
+        os.register_at_fork(after_in_child=lambda: namespace.__setitem__(name, factory()))
