@@ -91,6 +91,7 @@ from . import ops as ops
 from . import printing as printing
 from .debug.profile import profile as profile
 from . import recording as recording
+from . import replay_buffers as replay_buffers
 from . import scopes as scopes
 from . import seams as seams
 from .backends import set_backend as set_backend

@@ -19,7 +19,6 @@ between calls (they are constants too).
 from __future__ import annotations
 
 import functools
-import sys
 from typing import Any, Callable, TypeVar, overload
 import threading
 
@@ -32,9 +31,9 @@ from . import seams
 from .args import as_int
 from .errors import ArgumentError, JitError
 from .names import Result
+from .replay_buffers import _Recycled, _plan, _ufunc_target
 from .tensor import Tensor, Variable, convert
 
-POOL_MIN = 4096           # elements: smaller arrays are cheaper to allocate than to manage
 MAX_TRACES = 32
 _tracing = threading.Lock()     # one trace at a time: E.run_kernel is swapped process-wide
 
@@ -395,95 +394,6 @@ def _all_float(tr, refs):
         if dt not in E.B.float_dtypes:
             return False
     return True
-
-
-def _big_float_ufunc(tr, prim, refs, outs):
-    # buffers need ufuncs that take out= (NumPy, CuPy; the array API standard has none)
-    if prim.ufunc is None or len(outs) != 1 or not E.B.supports_out:
-        return False
-    shape, dt = tr.meta[outs[0]]
-    if dt not in E.B.float_dtypes or int(np.prod(shape)) < POOL_MIN:
-        return False
-    return all(r[0] != "s" or tr.meta[r[1]][1] == dt for r in refs)
-
-
-def _ufunc_target(tr, prim, refs, outs, pools, escape):
-    if outs[0] in pools:
-        return "pool"
-    if outs[0] in escape and _big_float_ufunc(tr, prim, refs, outs):
-        return "recycle"
-    return None
-
-
-class _Recycled:
-    """The buffer of an output returned by the previous call, reused when nothing holds it
-    any more (so a loop over a jitted function does not page-fault on fresh arrays)."""
-    __slots__ = ("arr", "shape", "dtype")
-
-    def __init__(self, shape, dtype, arr=None):
-        self.arr, self.shape, self.dtype = arr, shape, dtype
-
-    def __call__(self):
-        a = self.arr
-        # NOTE: references: self.arr, the local a, getrefcount's argument
-        if a is None or sys.getrefcount(a) > 3:
-            a = self.arr = E.B.empty(self.shape, dtype=self.dtype)
-        return a
-
-
-def _plan(tr, steps, last, escape):
-    """Preallocated buffers for large float outputs of elementwise kernels, reused once the
-    slots using them are dead. Returns the slot -> buffer map and the buffers handed out
-    as outputs (id -> number): an output computed in place over a dying input's buffer.
-
-    NOTE: in place matters beyond allocation: on 40 MB arrays ``add(a, b, out=a)`` runs
-    2-3x faster than into a third buffer (two memory streams, not three)."""
-    free = {}                 # (shape, dtype) -> [buffer]
-    release = {}              # step -> [(key, buffer)]
-    pools = {}
-    handed = {}
-    for i, st in enumerate(steps):
-        for key, buf in release.pop(i - 1, ()):
-            free.setdefault(key, []).append(buf)
-        if st[0] == "f":
-            for o in st[4]:
-                if o not in escape:
-                    key = tr.meta[o]
-                    buf = free[key].pop() if free.get(key) else E.B.empty(key[0], dtype=key[1])
-                    pools[o] = buf
-                    release.setdefault(last.get(o, i), []).append((key, buf))
-            continue
-        if st[0] != "k":
-            continue
-        prim, refs, outs = st[1], st[2], st[4]
-        if not _big_float_ufunc(tr, prim, refs, outs):
-            continue
-        key = tr.meta[outs[0]]
-        if outs[0] in escape:
-            for r in refs:
-                if r[0] == "s" and last.get(r[1]) == i and r[1] in pools and \
-                        tr.meta[r[1]] == key and r[1] not in escape:
-                    buf = pools[r[1]]
-                    lst = release.get(i, [])
-                    if any(b is buf for _, b in lst):
-                        release[i] = [(k, b) for k, b in lst if b is not buf]
-                        pools[outs[0]] = buf
-                        handed.setdefault(id(buf), len(handed))
-                        break
-            continue
-        # an input dying here may lend its buffer to the output (elementwise: in place)
-        for r in refs:
-            if r[0] == "s" and last.get(r[1]) == i and r[1] in pools and \
-                    tr.meta[r[1]] == key:
-                lst = release.get(i, [])
-                for j, (k2, b2) in enumerate(lst):
-                    if b2 is pools[r[1]]:
-                        free.setdefault(key, []).append(lst.pop(j)[1])
-                        break
-        buf = free[key].pop() if free.get(key) else E.B.empty(key[0], dtype=key[1])
-        pools[outs[0]] = buf
-        release.setdefault(last.get(outs[0], i), []).append((key, buf))
-    return pools, handed
 
 
 def _set_var(var, arr):
