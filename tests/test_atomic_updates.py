@@ -499,7 +499,13 @@ def test_fused_kernels_return_fresh_arrays():
             w = np.full(shape, 0.5, np.float32)
             g = np.full(shape, 0.25, np.float32)
             slots = tuple(np.full(shape, 0.125, np.float32) for _ in opt.slot_names)
+            if shape == big:
+                buffer_pool.clear()               # (an empty pool: what comes back shows)
             outs = fused._update(B, w, g, slots, rule, opt)
+            if shape == big:
+                # a rule's temporary goes back to the pool (its shape is wanted now)
+                temps = kind in ("adadelta", "adam", "adamw", "rmsprop", "rmsprop_centered")
+                assert buffer_pool.pooled_bytes() == 4 * big[0] * temps, kind
             if shape == big:                      # (what a commit's carriers give back)
                 given, outs = list(outs), None
                 before = buffer_pool.pooled_bytes()

@@ -65,7 +65,8 @@ def run(rule, opt, var, g, slots):
 # (buffer_pool: the replaced values and gradients of earlier steps) where there is one:
 # from malloc, big ones are mapped fresh and page-fault on every page unless glibc's
 # threshold has grown past their size (W2's Adam steps: ~100 faults a step, or 500 once
-# the products' outputs came from the pool). Temporaries go back to the pool at the end.
+# the products' outputs came from the pool). Temporaries go back to the pool at the end,
+# offered directly: the pool's reference count test allows the caller's local only.
 
 def _out(B, like):
     """A pooled buffer of ``like``'s shape and dtype, or None (the ufunc allocates)."""
@@ -73,9 +74,6 @@ def _out(B, like):
         return _pool.take(like.shape, like.dtype)
     return None
 
-
-def _back(a):
-    _pool.offer(a)
 
 def _step(B, u, lr, w):
     """u * -lr + w, in u (a fresh array the caller owns)."""
@@ -130,7 +128,7 @@ def adadelta(B, opt, w, g, slots, lr, t):
     B.square(delta, out=den)
     B.multiply(den, 1 - rho, out=den)
     B.add(new_ex, den, out=new_ex)
-    _back(den)
+    _pool.offer(den)           # (a temporary: back to the pool)
     return (_step(B, delta, lr, w), new_eg, new_ex)
 
 
@@ -154,7 +152,7 @@ def _moments(B, opt, g, m, v, t):
 def adam(B, opt, w, g, slots, lr, t):
     m, v = slots
     u, tmp, new_m, new_v = _moments(B, opt, g, m, v, t)
-    _back(tmp)
+    _pool.offer(tmp)           # (a temporary: back to the pool)
     return (_step(B, u, lr, w), new_m, new_v)
 
 
@@ -163,7 +161,7 @@ def adamw(B, opt, w, g, slots, lr, t):
     u, tmp, new_m, new_v = _moments(B, opt, g, m, v, t)
     B.multiply(w, opt.weight_decay, out=tmp)
     B.add(u, tmp, out=u)
-    _back(tmp)
+    _pool.offer(tmp)           # (a temporary: back to the pool)
     return (_step(B, u, lr, w), new_m, new_v)
 
 
@@ -206,6 +204,6 @@ def rmsprop(B, opt, w, g, slots, lr, t):
     B.divide(num, tmp, out=num)
     new_mom = B.multiply(mom, opt.momentum, out=_out(B, mom))
     B.add(new_mom, num, out=new_mom)
-    _back(tmp)
+    _pool.offer(tmp)           # (a temporary: back to the pool)
     # slots in the order of slot_names: rms, momentum[, mg]
     return (B.subtract(w, new_mom, out=num), new_ms, new_mom) + new[1:]
