@@ -11,8 +11,13 @@ threads the parent started are not there to take queued work.
 import os
 
 
+def after_fork(fn):
+    """Call ``fn()`` in every forked child, first thing (POSIX; elsewhere nothing forks)."""
+    if hasattr(os, "register_at_fork"):
+        os.register_at_fork(after_in_child=fn)
+
+
 def renew_after_fork(namespace, name, factory):
     """In a forked child, replace ``namespace[name]`` (a module's lock: pass ``globals()``)
     with a fresh ``factory()``."""
-    if hasattr(os, "register_at_fork"):         # (POSIX)
-        os.register_at_fork(after_in_child=lambda: namespace.__setitem__(name, factory()))
+    after_fork(lambda: namespace.__setitem__(name, factory()))

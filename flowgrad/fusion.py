@@ -17,9 +17,8 @@ reduction is fused (a blockwise sum would change the summation order, hence the 
 Threads: blocks are shared among ``threads`` workers (NumPy ufuncs release the GIL), each
 with its own block buffers and a contiguous range of blocks; the default is
 ``tf.set_jit_threads(n)``, else the environment variable ``FLOWGRAD_JIT_THREADS``, else the
-cores this process may run on. A
-chain splits only where each thread gets THREAD_MIN elements or more, so small programs
-stay on the calling thread.
+cores this process may run on. A chain splits only where each thread gets THREAD_MIN
+elements or more, so small programs stay on the calling thread.
 """
 from __future__ import annotations
 
@@ -37,6 +36,7 @@ import numpy as np
 
 from . import engine as E
 from .args import as_int
+from .forks import after_fork
 
 # 128 KB blocks (32768 float32): fastest of 32-256 KB on W3 (a 2 MB L2 holds the block
 # buffers of a chain; smaller blocks pay more Python per element). On threads, twice that:
@@ -113,6 +113,7 @@ def get_jit_threads() -> int:
     """
     return THREADS
 
+
 # The worker threads (started on first use, daemons) take jobs from a SimpleQueue: its put
 # and get are C, so the interruptible calling thread never touches a Python-level lock
 # (a ThreadPoolExecutor's submit and Future waits did, and a Ctrl-C inside them deadlocked
@@ -147,8 +148,7 @@ def _after_fork_in_child():
 
 
 _chains = weakref.WeakSet()     # every FusedChain (their running workers, after a fork)
-if hasattr(os, "register_at_fork"):
-    os.register_at_fork(after_in_child=_after_fork_in_child)
+after_fork(_after_fork_in_child)
 
 
 def _work():
@@ -159,7 +159,6 @@ def _work():
         # replay's outputs) look in use to tf.jit, which then allocates new ones each call
         # instead of recycling them (page faults: W3 1e7 on 2 threads took 20 ms, not 17)
         job = None
-
 
 
 def _fusable(st, meta, float_dtypes):

@@ -153,8 +153,8 @@ class _Program:
     NOTE: a replay writes into buffers of its own (intermediates, recycled outputs, fused
     chains' blocks), so two threads must never run the same one at once: each call takes
     a replay no call is running, compiling another (with its own buffers) when every one
-    is busy, and puts it back when done. Calls from two threads used to share one, and
-    295 of 300 returned wrong values (tests/test_engine_state.py).
+    is busy, and puts it back when done. Calls from three threads used to share one, and
+    107-114 of 120 returned wrong values (tests/test_engine_state.py).
     """
 
     def __init__(self, tracer, n_args, out_refs, template, threads=None):
@@ -407,8 +407,6 @@ def _set_var(var, arr):
     var._data = arr
 
 
-
-
 _F = TypeVar("_F", bound=Callable[..., Any])
 
 
@@ -430,8 +428,9 @@ def jit(fn: Any = None, *, max_traces: int = MAX_TRACES, threads: int | None = N
     fused (flowgrad/fusion.py): each chain runs block by block (128 KB) through
     small reused buffers, so its intermediates stay in cache; the results are eager's to
     the bit. ``threads`` splits the blocks of each fused chain among that many threads
-    (default: the environment variable ``FLOWGRAD_JIT_THREADS``, else the cores this
-    process may use); any thread count gives the same bits.
+    (default: ``tf.set_jit_threads``, else the environment variable
+    ``FLOWGRAD_JIT_THREADS``, else the cores this process may use); any thread count gives
+    the same bits.
 
     >>> import flowgrad as tf
     >>> step = tf.jit(tf.grad(lambda x: (x.sin() * x).sum()))

@@ -13,6 +13,7 @@ import weakref
 
 from . import dtypes
 from . import engine as E
+from .seams import ENGINE_MAKE as _MAKE_TENSOR, ENGINE_RUN as _RUN_KERNEL
 from .errors import GradientError, ShapeError
 
 Node = E.Node
@@ -34,7 +35,6 @@ source_hooks = {}                          # id(x) -> (weakref to x, [fn]): tf.d
 dx_hook = None                             # fn(node, i, input, dx, dy) -> dx: every gradient
 y_hook = None                              # fn(y): the output a backward pass starts from
 
-_RUN_KERNEL, _MAKE_TENSOR = E.run_kernel, E.make_tensor   # the engine's own (no seam)
 
 # Seeds of ones (grad's default dy) while their backward pass runs, and the ones rules
 # made of them (sum's gradient spreads a seed of ones into ones): id -> tensor. A rule may

@@ -233,6 +233,13 @@ def test_a_trace_ending_leaves_another_thread_s_vmap_batched():
     assert E.run_kernel is seams.ENGINE_RUN and seams.layers() == []
 
 
+def test_an_unknown_layer_is_refused_by_name():
+    from flowgrad import seams
+    with pytest.raises(ValueError, match="unknown layer 'jit': one of \\('batch', 'trace'"):
+        seams.set_layer("jit", lambda *a: None)
+    assert seams.layers() == []
+
+
 def test_a_debug_mode_switched_on_during_another_thread_s_trace_spoils_nothing():
     """Switching the debug seam on used to replace the entry outright, tracer included: the
     trace then missed its last kernels and replayed stale values."""

@@ -1,9 +1,10 @@
 """Leak reports: ``with tf.debug.track_leaks() as leaks:`` notes every tensor created inside
 (by an op, a creation function, a gradient call, a variable, in the thread that entered it)
 with the user's line that made it, and reports those still alive at exit -- neither
-disposed nor garbage-collected -- grouped by that line, with counts and bytes. ``leaks.step()`` (or entering the same tracker
-again on each iteration) takes a snapshot; ``leaks.report()`` shows the sites whose live
-count grows from one iteration to the next: the leak of a loop without ``tidy``.
+disposed nor garbage-collected -- grouped by that line, with counts and bytes.
+``leaks.step()`` (or entering the same tracker again on each iteration) takes a snapshot;
+``leaks.report()`` shows the sites whose live count grows from one iteration to the next:
+the leak of a loop without ``tidy``.
 
 Off, it costs nothing: the creation seams (``engine.make_tensor``, ``engine.account_new``
 and the kernel checker of ``sites``) are swapped only while a tracker or a profile is active.

@@ -39,7 +39,6 @@ FORMATS = {1: ("NWC", "NCW"), 2: ("NHWC", "NCHW"), 3: ("NDHWC", "NCDHW")}
 
 # ---------------------------------------------------------------- geometry
 
-
 def ntuple(v, n, what, op):
     """An int, or a list of ``n`` ints, each >= 1 (strides, dilations, filter sizes)."""
     if isinstance(v, (list, tuple, np.ndarray, Tensor)):

@@ -20,7 +20,6 @@ from ._core import as_int, as_ints, as_tensor, export, norm_axis, own_buffer, pr
 _pyslice = builtins.slice
 
 
-
 # ---------------------------------------------------------------- gather / segment sum
 # With batch_dims b, x is seen as (batch, outer, n, inner) and the indices as (batch, K):
 # out[b, o, k, i] = x[b, o, indices[b, k], i]. b = 0 is plain ``take``.
@@ -34,7 +33,8 @@ def _take(B, x, indices, axis, bd):
         return B.reshape(B.take(x, B.reshape(indices, (-1,)), axis=axis), shape)
     # x as rows (nb * no * n, ni): entry (b, o, j) reads row (b * no + o) * n + indices[b, j]
     n = x.shape[axis]
-    nb, no, ni = math.prod(x.shape[:bd]), math.prod(x.shape[bd:axis]), math.prod(x.shape[axis + 1:])
+    nb, no = math.prod(x.shape[:bd]), math.prod(x.shape[bd:axis])
+    ni = math.prod(x.shape[axis + 1:])
     k = math.prod(indices.shape[bd:])
     idx = indices if nb * no * n < 2 ** 31 else B.astype(indices, B.int64)
     base = B.arange(0, nb * no * n, n, dtype=idx.dtype)
@@ -59,7 +59,8 @@ def _scatter_add_k(B, dy, indices, axis, n, batch_dims=0):
     bd = batch_dims
     pre = dy.shape[:axis]
     post = dy.shape[axis + indices.ndim - bd:]
-    nb, no, k, ni = math.prod(pre[:bd]), math.prod(pre[bd:]), math.prod(indices.shape[bd:]), math.prod(post)
+    nb, no = math.prod(pre[:bd]), math.prod(pre[bd:])
+    k, ni = math.prod(indices.shape[bd:]), math.prod(post)
     total = nb * no * n
     idx = indices if total < 2 ** 31 else B.astype(indices, B.int64)
     idx = B.reshape(idx, (nb, 1, k))

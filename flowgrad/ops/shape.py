@@ -33,7 +33,6 @@ def _tensors(tensors, fn):
 _pyslice = builtins.slice   # this module defines the op ``slice``
 
 
-
 # ---------------------------------------------------------------- identity family
 
 @primitive("Identity", view=True, batch=True)

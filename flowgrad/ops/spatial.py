@@ -17,7 +17,6 @@ from ._core import as_int, as_ints, as_tensor, export, primitive
 from .indexing import _scatter_add
 
 
-
 def _fresh(B, out, x):
     # a reshape after a transpose over size-1 axes can be a view of the input
     return B.asarray(out, copy=True) if B.may_share_memory(out, x) else out

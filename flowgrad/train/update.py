@@ -42,7 +42,8 @@ from . import fused
 # Held while an optimizer commits a step and while a checkpoint reads or restores the
 # state, so that a checkpoint saved from another thread (to keep writing off the training
 # loop) never holds variables of one step beside slots or a step count of another: without
-# it, 19 of 300 snapshots taken beside a training thread were torn (tests/test_engine_state.py)
+# it, 6-22 of 60 checkpoints written beside a training thread were torn
+# (tests/test_engine_state.py)
 STATE_LOCK = threading.RLock()
 renew_after_fork(globals(), "STATE_LOCK", threading.RLock)     # (flowgrad/forks.py)
 
