@@ -450,7 +450,8 @@ IsFinite IsInf IsNan Log Log1p LogSigmoid LogicalNot Neg Reciprocal Relu Relu6 R
 Selu Sigmoid Sign Sin Sinh Softplus Sqrt Square Step Tan Tanh Cast Identity OnesLike
 ZerosLike StopGradient LeakyRelu ClipByValue Add Sub Multiply RealDiv DivNoNan FloorDiv Mod
 Pow Maximum Minimum SquaredDifference Atan2 Equal NotEqual Greater GreaterEqual Less
-LessEqual LogicalAnd LogicalOr LogicalXor BitwiseAnd SigmoidGrad ReluGrad TanhGrad Select
+LessEqual LogicalAnd LogicalOr LogicalXor BitwiseAnd SigmoidGrad ReluGrad TanhGrad SinGrad CosGrad
+Select
 Prelu""".split()
 for _n in _ELEMENTWISE:
     RULES[_n] = _elementwise

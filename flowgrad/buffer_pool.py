@@ -50,7 +50,6 @@ class _Local(threading.local):
 
 
 _local = _Local()
-_UFUNCS = {}
 
 
 def take(shape, dtype):
@@ -93,10 +92,12 @@ def offer(a):
     f.nbytes += n
 
 
-def ufunc_out(name, arrays, big):
-    """``ufunc(*arrays)`` into a pooled buffer, when the output is ``big``'s shape and dtype
+def ufunc_out(fn, arrays, big):
+    """``fn(*arrays)`` into a pooled buffer, when the output is ``big``'s shape and dtype
     (every operand of big's dtype, of its shape or a single element); None otherwise (the
-    caller runs the kernel as usual)."""
+    caller runs the kernel as usual). ``fn`` is the backend's function of a kernel's
+    ``ufunc`` name: a NumPy ufunc, or an elementwise composite that takes ``out=`` and
+    ``casting=`` as they do (backends/ext_math.py)."""
     dt = big.dtype
     if dt.kind != "f":
         return None
@@ -108,9 +109,6 @@ def ufunc_out(name, arrays, big):
     buf = take(shape, dt)
     if buf is None:
         return None
-    fn = _UFUNCS.get(name)
-    if fn is None:
-        fn = _UFUNCS[name] = getattr(np, name)
     # NOTE: casting="no": a ufunc whose result is not the operands' dtype (a comparison)
     # raises here instead of being cast into the buffer
     return fn(*arrays, out=buf, casting="no")

@@ -455,7 +455,7 @@ def run_kernel(prim, inputs, attrs=None):
             t = inputs[0]
             a = t._data if not t._disposed else disposed_input(t, prim)
             if a.size >= POOL_MIN and prim.ufunc is not None and attrs is None:
-                out = _pool.ufunc_out(prim.ufunc, (a,), a)
+                out = _pool.ufunc_out(getattr(B, prim.ufunc), (a,), a)
                 if out is None:
                     out = prim.fwd(B, a)
             else:
@@ -466,7 +466,8 @@ def run_kernel(prim, inputs, attrs=None):
             b = u._data if not u._disposed else disposed_input(u, prim)
             if (a.size >= POOL_MIN or b.size >= POOL_MIN) and prim.ufunc is not None and \
                     attrs is None:
-                out = _pool.ufunc_out(prim.ufunc, (a, b), a if a.size >= b.size else b)
+                out = _pool.ufunc_out(getattr(B, prim.ufunc), (a, b),
+                                      a if a.size >= b.size else b)
                 if out is None:
                     out = prim.fwd(B, a, b)
             else:

@@ -358,6 +358,12 @@ def _compile(tr, n_args, out_refs, threads=None):
                 # the kernel's own body (its fwd is this operator on floats) without the
                 # call: on the 0-d values of small steps the call costs as much as the math
                 lines.append(f"    {target} = {_OPERATORS[prim.name].format(*args.split(', '))}")
+            elif not attrs and prim.ufunc is not None and E.B.supports_out and \
+                    _all_float(tr, refs):
+                # the backend function its fwd calls on floats, without the fwd's frame
+                # (ufunc names: NumPy's and CuPy's, the backends that take out=)
+                ns[f"u{i}"] = getattr(E.B, prim.ufunc)
+                lines.append(f"    {target} = u{i}({args})")
             else:
                 ns[f"f{i}"] = prim.fwd
                 call = ", ".join(["B"] + ([args] if args else []))

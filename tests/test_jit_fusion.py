@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 import flowgrad as tf
+from flowgrad import engine as E
 from flowgrad import fusion
 from flowgrad.ops import PRIMITIVES
 from oracle_cases import BINARY, DOMAINS, UNARY
@@ -75,9 +76,46 @@ FUSABLE_BINARY = [(n, f, da, db) for n, f, _, da, db in BINARY
                   if n in {"add", "sub", "mul", "div", "pow", "atan2", "maximum", "minimum"}]
 
 
+# gradient kernels that are one backend function taking out= (backends/ext_math.py): the
+# backward passes of the unary table's sin, cos and tanh run them
+FUSED_GRADIENTS = {"sin_grad": "sin", "cos_grad": "cos", "tanh_grad": "tanh"}
+
+
 def test_the_lists_cover_every_ufunc_primitive():
     ufuncs = {p.ufunc for p in PRIMITIVES.values() if p.ufunc}
-    assert len(FUSABLE_UNARY) + len(FUSABLE_BINARY) == len(ufuncs) == 28
+    assert len(FUSABLE_UNARY) + len(FUSABLE_BINARY) + len(FUSED_GRADIENTS) == len(ufuncs) == 31
+    assert set(FUSED_GRADIENTS) <= ufuncs
+    assert set(FUSED_GRADIENTS.values()) <= {n for n, _, _ in FUSABLE_UNARY}
+
+
+@pytest.mark.parametrize("name", ["sin", "cos", "tanh"])
+def test_gradient_kernels_join_the_fused_chain(name):
+    x = sample("real", (N,), 4)
+    op = getattr(tf, name)
+    jf = run_both(tf.grad(lambda t: (op(t) * t).sum()), [x])
+    kernel = {"sin": "SinGrad", "cos": "CosGrad", "tanh": "TanhGrad"}[name]
+    assert any(kernel in c.names for c in chains(jf))
+
+
+@pytest.mark.parametrize("fn", sorted(FUSED_GRADIENTS))
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_gradient_kernels_write_over_either_input(fn, dtype):
+    # tf.jit gives an input that dies at the kernel as its out=: the result must not change
+    B = E.B
+    f = getattr(B, fn)
+    dy, x = sample("real", (N,), 5, dtype), sample("real", (N,), 6, dtype)
+    want = f(dy, x)
+    assert want.dtype == dtype and want.shape == (N,)
+    for which in (0, 1):
+        ins = [dy.copy(), x.copy()]
+        got = f(*ins, out=ins[which])
+        assert got is ins[which]
+        bits_equal(got, want)
+    bits_equal(f(dy, x, out=np.empty_like(dy)), want)
+    # and the same bits as the op-by-op rule it replaces
+    by_ops = {"sin_grad": lambda: dy * np.cos(x), "cos_grad": lambda: -dy * np.sin(x),
+              "tanh_grad": lambda: dy * (1 - x * x)}[fn]()
+    np.testing.assert_array_equal(want, by_ops)
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])

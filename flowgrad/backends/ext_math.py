@@ -1,6 +1,7 @@
 """Array-API extensions used by the kernels of unary, activations, binary and logical ops
-(see ext.py): ``erf``, which the standard lacks, and ``softplus`` and ``relu_grad``, which
-NumPy does several times faster its own way.
+(see ext.py): ``erf``, which the standard lacks, ``softplus`` and ``relu_grad``, which
+NumPy does several times faster its own way, and the fused gradients of sin, cos and tanh
+(``sin_grad``, ``cos_grad``, ``tanh_grad``), which take ``out=`` like a ufunc.
 
 >>> import numpy as np
 >>> from flowgrad.backends import namespace
@@ -11,6 +12,8 @@ NumPy does several times faster its own way.
 [0.0, 0.693147, 100.0]
 >>> B.relu_grad(np.array([2.0, 2.0, 2.0]), np.array([-1.0, 0.0, np.nan])).tolist()
 [0.0, 0.0, nan]
+>>> B.sin_grad(np.array([2.0]), np.array([0.0])).tolist()
+[2.0]
 """
 import numpy as np
 
@@ -163,3 +166,71 @@ def _relu_grad_numpy(dy, x):
         if nan.any():
             out = np.where(nan, np.nan, out)
     return out
+
+
+# ---------------------------------------------------------------- sin', cos', tanh'
+# One kernel each instead of two or three (W1, a chain of 200 small ops: one kernel fewer
+# in ten). They run the ufuncs of the op-by-op rule in its order, so the bits are the same.
+# Like ufuncs they take out= (tf.jit's buffers and fused chains, the buffer pool), and out
+# may be one of the inputs: tf.jit writes over an input that dies at this kernel.
+
+def _into(B, r, out):
+    if out is None:
+        return r
+    out[...] = r
+    return out
+
+
+@extension()
+def sin_grad(B, dy, x, out=None, casting=None):
+    """dy · cos x (sin's gradient)."""
+    return _into(B, dy * B.cos(x), out)
+
+
+@extension()
+def cos_grad(B, dy, x, out=None, casting=None):
+    """-(dy · sin x) (cos's gradient)."""
+    return _into(B, -(dy * B.sin(x)), out)
+
+
+@extension()
+def tanh_grad(B, dy, y, out=None, casting=None):
+    """dy · (1 - y²) (tanh's gradient, from its output y)."""
+    return _into(B, dy * (1 - y * y), out)
+
+
+def _tmp_for(out, *later):
+    # NOTE: out unless a later-read input shares its memory: writing the first ufunc's
+    # result there would destroy that input before it is read
+    if out is None or any(np.may_share_memory(out, a) for a in later):
+        return None
+    return out
+
+
+# NOTE: without out= (eager kernels on small arrays, tf.jit's small steps) the rule's own
+# operators: ufunc calls with keywords cost more than the second array saves
+
+@override("numpy", "sin_grad")
+def _sin_grad_numpy(dy, x, out=None, casting="same_kind"):
+    if out is None:
+        return dy * np.cos(x)
+    c = np.cos(x, out=_tmp_for(out, dy), casting=casting)
+    return np.multiply(dy, c, out=out, casting=casting)
+
+
+@override("numpy", "cos_grad")
+def _cos_grad_numpy(dy, x, out=None, casting="same_kind"):
+    if out is None:
+        return -(dy * np.sin(x))
+    s = np.sin(x, out=_tmp_for(out, dy), casting=casting)
+    np.multiply(dy, s, out=out, casting=casting)
+    return np.negative(out, out=out, casting=casting)
+
+
+@override("numpy", "tanh_grad")
+def _tanh_grad_numpy(dy, y, out=None, casting="same_kind"):
+    if out is None:
+        return dy * (1 - y * y)
+    t = np.multiply(y, y, out=_tmp_for(out, dy), casting=casting)
+    np.subtract(1, t, out=t, casting=casting)
+    return np.multiply(dy, t, out=out, casting=casting)

@@ -223,7 +223,18 @@ def sin(B, x):
 
 @sin.vjp
 def _(dy, x):
-    return dy * x.cos()
+    return E.run_kernel(_sin_grad, (dy, x))
+
+
+@primitive("SinGrad", batch=True, ufunc="sin_grad")
+def _sin_grad(B, dy, x):
+    return B.sin_grad(dy, x)        # dy · cos x
+
+
+@_sin_grad.def_vjp
+def _(g, dy, x, needs):
+    return (E.run_kernel(_sin_grad, (g, x)) if needs[0] else None,
+            E.run_kernel(_cos_grad, (g * dy, x)) if needs[1] else None)
 
 
 @unary("Cos", ufunc="cos")
@@ -240,7 +251,18 @@ def cos(B, x):
 
 @cos.vjp
 def _(dy, x):
-    return -dy * x.sin()
+    return E.run_kernel(_cos_grad, (dy, x))
+
+
+@primitive("CosGrad", batch=True, ufunc="cos_grad")
+def _cos_grad(B, dy, x):
+    return B.cos_grad(dy, x)        # -(dy · sin x)
+
+
+@_cos_grad.def_vjp
+def _(g, dy, x, needs):
+    return (E.run_kernel(_cos_grad, (g, x)) if needs[0] else None,
+            -E.run_kernel(_sin_grad, (g * dy, x)) if needs[1] else None)
 
 
 @unary("Tan", ufunc="tan")
@@ -362,9 +384,9 @@ def _(dy, x, y):
     return E.run_kernel(_tanh_grad, (dy, y))
 
 
-@primitive("TanhGrad", batch=True)
+@primitive("TanhGrad", batch=True, ufunc="tanh_grad")
 def _tanh_grad(B, dy, y):
-    return dy * (1 - y * y)
+    return B.tanh_grad(dy, y)       # dy · (1 - y²)
 
 
 @_tanh_grad.def_vjp
