@@ -361,12 +361,15 @@ def _compile(members, ins, full, outs, block):
     tmp_of = {}
     for m, st in enumerate(members):
         prim, refs, o = st[1], st[2], st[4][0]
-        ns[f"u{m}"] = getattr(E.B, prim.ufunc)
-        args = ", ".join(name[_key(r)] for r in refs)
+        fn = getattr(E.B, prim.ufunc)
+        # a composite's ufunc steps (backends/ext_math.py) are written inline
+        steps = getattr(fn, "steps", None)
+        args = [name[_key(r)] for r in refs]
         dying = list(dict.fromkeys(r[1] for r in refs if r[0] == "s" and r[1] in tmp_of and
                                    last[r[1]] == m))
-        for s in dying:          # elementwise: an input dying here may take the output
-            free.append(tmp_of.pop(s))
+        if steps is None:
+            for s in dying:      # elementwise: an input dying here may take the output
+                free.append(tmp_of.pop(s))
         if o in out_pos:
             target = f"y{out_pos[o]}"
             pre.append(f"{target} = o{out_pos[o]}[a:b]")
@@ -378,7 +381,18 @@ def _compile(members, ins, full, outs, block):
             tmp_of[o] = t
             target = f"t{t}"
         name[("s", o)] = target
-        body.append(f"u{m}({args}, out={target})")
+        if steps is None:
+            ns[f"u{m}"] = fn
+            body.append(f"u{m}({', '.join(args)}, out={target})")
+            continue
+        # (its target was taken before its dying inputs were freed: later steps read them)
+        for k, (uname, ops) in enumerate(steps):
+            ns[f"u{m}_{k}"] = getattr(E.B, uname)
+            vals = [target if x == "r" else args[int(x[1:])] if isinstance(x, str) else repr(x)
+                    for x in ops]
+            body.append(f"u{m}_{k}({', '.join(vals)}, out={target})")
+        for s in dying:
+            free.append(tmp_of.pop(s))
     tmps = ", ".join(f"t{t}" for t in range(n_tmp))
     lines = ["def run(lo, hi, ins, outs, tmps):"]
     lines += [f"    {', '.join(f'i{j}' for j in range(len(ins)))}, = ins"] if ins else []

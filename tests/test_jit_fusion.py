@@ -95,6 +95,10 @@ def test_gradient_kernels_join_the_fused_chain(name):
     jf = run_both(tf.grad(lambda t: (op(t) * t).sum()), [x])
     kernel = {"sin": "SinGrad", "cos": "CosGrad", "tanh": "TanhGrad"}[name]
     assert any(kernel in c.names for c in chains(jf))
+    # written inline as their ufunc steps: each block calls NumPy's ufuncs only
+    for c in chains(jf):
+        called = {k: v for k, v in c.run.__globals__.items() if k.startswith("u")}
+        assert called and all(isinstance(v, np.ufunc) for v in called.values())
 
 
 @pytest.mark.parametrize("fn", sorted(FUSED_GRADIENTS))

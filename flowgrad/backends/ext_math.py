@@ -199,11 +199,30 @@ def tanh_grad(B, dy, y, out=None, casting=None):
     return _into(B, dy * (1 - y * y), out)
 
 
-def _tmp_for(out, *later):
-    # NOTE: out unless a later-read input shares its memory: writing the first ufunc's
-    # result there would destroy that input before it is read
-    if out is None or any(np.may_share_memory(out, a) for a in later):
-        return None
+def _steps(*steps):
+    """Declare a NumPy composite as its ufunc steps, each ``(ufunc name, operands)``:
+    "a0", "a1"... its inputs, "r" the result so far, a number a literal. With ``out=`` the
+    composite runs them (``_run_steps``); tf.jit's fused chains write them inline (no call
+    per block)."""
+    def deco(fn):
+        fn.steps = steps
+        # the inputs read after the first step: out must not be one of them
+        fn.later = sorted({int(x[1:]) for _, ops in steps[1:] for x in ops
+                           if isinstance(x, str) and x != "r"})
+        return fn
+    return deco
+
+
+def _run_steps(fn, ins, out, casting):
+    # NOTE: out may be one of the inputs (tf.jit writes over an input that dies at this
+    # kernel): when it is one the later steps read, they run in a temporary instead
+    r = out
+    if any(np.may_share_memory(out, ins[i]) for i in fn.later):
+        r = np.empty_like(out)
+    last = len(fn.steps) - 1
+    for k, (name, ops) in enumerate(fn.steps):
+        vals = [r if x == "r" else ins[int(x[1:])] if isinstance(x, str) else x for x in ops]
+        getattr(np, name)(*vals, out=out if k == last else r, casting=casting)
     return out
 
 
@@ -211,26 +230,24 @@ def _tmp_for(out, *later):
 # operators: ufunc calls with keywords cost more than the second array saves
 
 @override("numpy", "sin_grad")
+@_steps(("cos", ("a1",)), ("multiply", ("a0", "r")))
 def _sin_grad_numpy(dy, x, out=None, casting="same_kind"):
     if out is None:
         return dy * np.cos(x)
-    c = np.cos(x, out=_tmp_for(out, dy), casting=casting)
-    return np.multiply(dy, c, out=out, casting=casting)
+    return _run_steps(_sin_grad_numpy, (dy, x), out, casting)
 
 
 @override("numpy", "cos_grad")
+@_steps(("sin", ("a1",)), ("multiply", ("a0", "r")), ("negative", ("r",)))
 def _cos_grad_numpy(dy, x, out=None, casting="same_kind"):
     if out is None:
         return -(dy * np.sin(x))
-    s = np.sin(x, out=_tmp_for(out, dy), casting=casting)
-    np.multiply(dy, s, out=out, casting=casting)
-    return np.negative(out, out=out, casting=casting)
+    return _run_steps(_cos_grad_numpy, (dy, x), out, casting)
 
 
 @override("numpy", "tanh_grad")
+@_steps(("multiply", ("a1", "a1")), ("subtract", (1, "r")), ("multiply", ("a0", "r")))
 def _tanh_grad_numpy(dy, y, out=None, casting="same_kind"):
     if out is None:
         return dy * (1 - y * y)
-    t = np.multiply(y, y, out=_tmp_for(out, dy), casting=casting)
-    np.subtract(1, t, out=t, casting=casting)
-    return np.multiply(dy, t, out=out, casting=casting)
+    return _run_steps(_tanh_grad_numpy, (dy, y), out, casting)
