@@ -1,5 +1,5 @@
 """One table runs every op: forward against NumPy in float64 and float32, gradients against
-central finite differences in float64 to the order given (3 for exp, tanh, sigmoid, sin,
+central finite differences in float64 to the order given (3 for exp, tanh, sigmoid, sin, cos,
 pow), broadcasting shapes, non-differentiable ops give zero gradients, and no case leaks a
 tensor."""
 import math
@@ -61,7 +61,7 @@ CASES = [
     unary("erf", erf_ref),
     # trigonometric and hyperbolic
     unary("sin", np.sin, order=3),
-    unary("cos", np.cos),
+    unary("cos", np.cos, order=3),
     unary("tan", np.tan, "unit"),
     unary("asin", np.arcsin, "unit"),
     unary("acos", np.arccos, "unit"),

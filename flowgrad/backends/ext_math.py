@@ -174,7 +174,7 @@ def _relu_grad_numpy(dy, x):
 # Like ufuncs they take out= (tf.jit's buffers and fused chains, the buffer pool), and out
 # may be one of the inputs: tf.jit writes over an input that dies at this kernel.
 
-def _into(B, r, out):
+def _into(r, out):
     if out is None:
         return r
     out[...] = r
@@ -184,19 +184,19 @@ def _into(B, r, out):
 @extension()
 def sin_grad(B, dy, x, out=None, casting=None):
     """dy · cos x (sin's gradient)."""
-    return _into(B, dy * B.cos(x), out)
+    return _into(dy * B.cos(x), out)
 
 
 @extension()
 def cos_grad(B, dy, x, out=None, casting=None):
     """-(dy · sin x) (cos's gradient)."""
-    return _into(B, -(dy * B.sin(x)), out)
+    return _into(-(dy * B.sin(x)), out)
 
 
 @extension()
 def tanh_grad(B, dy, y, out=None, casting=None):
     """dy · (1 - y²) (tanh's gradient, from its output y)."""
-    return _into(B, dy * (1 - y * y), out)
+    return _into(dy * (1 - y * y), out)
 
 
 def _steps(*steps):
