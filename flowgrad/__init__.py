@@ -34,10 +34,10 @@ from .train import (AdadeltaOptimizer, AdagradOptimizer, AdamaxOptimizer, AdamOp
                     SGDOptimizer, clip_by_global_norm, clip_by_norm, global_norm)
 from . import distributed
 from ._engine_api import Engine, KernelBackend, backend, get_gradient
-from ._engine_api import wrap_engine_module as _wrap_engine_module
-# tf.engine(): TF.js's engine object (start_scope/end_scope); read as a module, tf.engine
-# is still flowgrad.engine (the package's modules imported the module itself above)
-engine = _wrap_engine_module(engine)  # noqa: F811
+from ._engine_api import make_engine_callable as _make_engine_callable
+from . import engine
+# tf.engine is the module flowgrad.engine itself; called, it is TF.js's engine object
+_make_engine_callable(engine)
 
 __version__ = "0.1.0"
 

@@ -1,11 +1,10 @@
 """TF.js's engine-level API: ``tf.engine()``, ``tf.get_gradient(kernel_name)`` and
 ``tf.backend()``.
 
-``tf.engine`` is both things its name has meant: called, it returns TF.js's engine object
-(:class:`Engine`: ``start_scope`` / ``end_scope``, the closure-free form of ``tidy``); read,
-it is still the module ``flowgrad.engine`` (``tf.engine.run_kernel``,
-``from flowgrad import engine``). The package's own modules hold the module itself (they
-import it before the public name is set), so the hot path never goes through the wrapper.
+``tf.engine`` is both things its name has meant: it is the module ``flowgrad.engine``
+itself (``tf.engine.run_kernel``, ``from flowgrad import engine``), and calling it returns
+TF.js's engine object (:class:`Engine`: ``start_scope`` / ``end_scope``, the closure-free
+form of ``tidy``). No proxy stands between: the module's class is made callable.
 
 >>> import flowgrad as tf
 >>> tf.engine().start_scope()
@@ -80,41 +79,25 @@ class Engine(_CamelCase):
 ENGINE = Engine()
 
 
-class _EngineModule(types.ModuleType):
-    """``tf.engine``: called, the :class:`Engine`; otherwise the module flowgrad.engine
-    (attribute reads, writes and deletions go to the module itself)."""
-
-    def __init__(self, module):
-        super().__init__(module.__name__, module.__doc__)
-        for k in ("__file__", "__spec__", "__loader__", "__package__"):
-            object.__setattr__(self, k, getattr(module, k, None))
-        object.__setattr__(self, "_fg_module", module)
+class EngineModule(types.ModuleType):
+    """The class of the module flowgrad.engine once the package is imported: the module
+    itself, made callable. ``tf.engine()`` is TF.js's engine object (:class:`Engine`);
+    ``tf.engine``, ``from flowgrad import engine`` and ``sys.modules["flowgrad.engine"]``
+    are one object, the real module, so reads, writes and deletions of its attributes
+    (``monkeypatch.setattr(engine, ...)``) act on it and on nothing else."""
 
     def __call__(self):
         return ENGINE
-
-    def __getattr__(self, name):
-        return getattr(object.__getattribute__(self, "_fg_module"), name)
-
-    def __setattr__(self, name, value):
-        setattr(self._fg_module, name, value)
-
-    def __delattr__(self, name):
-        delattr(self._fg_module, name)
-
-    def __dir__(self):
-        return dir(self._fg_module)
 
     def __repr__(self):
         return (f"<module 'flowgrad.engine' (call it: tf.engine() is TF.js's engine object) "
                 f"from {self.__file__!r}>")
 
 
-def wrap_engine_module(module):
-    """The public ``tf.engine`` for the module flowgrad.engine. (Made in flowgrad/__init__.py,
-    not here: documentation tools that inspect this module would take a module-type
-    attribute for this module's contents.)"""
-    return _EngineModule(module)
+def make_engine_callable(module):
+    """Give the module flowgrad.engine the class :class:`EngineModule` (a module's class
+    may be a ModuleType subclass). Called once, by flowgrad/__init__.py."""
+    module.__class__ = EngineModule
 
 
 # ---------------------------------------------------------------- get_gradient

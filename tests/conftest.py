@@ -18,8 +18,23 @@ def pytest_collection_finish(session):
     gc.freeze()
 
 
+def extra_missing(module, extra):
+    """The skip reason of a test that needs ``module``, which ``pip install -e '.[extra]'``
+    installs and the test extra does not; None when it can be imported."""
+    if importlib.util.find_spec(module.split(".")[0]) is not None:
+        return None
+    return f"needs {module}, which the test extra does not install: pip install -e '.[{extra}]'"
+
+
 @pytest.hookimpl(tryfirst=True)     # before -m 'not slow' deselects
 def pytest_collection_modifyitems(items):
+    # @pytest.mark.extra(MODULE, EXTRA): skipped, naming the extra, where MODULE is missing;
+    # .ci/run installs the extras after the README's test command and runs `pytest -m extra`
+    for item in items:
+        for m in item.iter_markers("extra"):
+            reason = extra_missing(*m.args)
+            if reason:
+                item.add_marker(pytest.mark.skip(reason=reason))
     # every test that starts MPI jobs (the mpiexec fixture, tests/test_distributed.py) is
     # slow: ~1.5 s each, a rank's start-up; .ci/run runs them with -m slow
     for item in items:

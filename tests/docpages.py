@@ -9,7 +9,10 @@ Format of a page (the pages are written so; new pages must keep it):
   a tolerance);
 - ``<!-- no-test -->`` just before a python block: the block is not run;
   ``<!-- test-if: EXPR -->``: it runs only when EXPR, evaluated in the page's namespace, is
-  true (both become Sybil skip regions, evaluated by Sybil's ``Skipper``);
+  true; ``<!-- needs: MODULE EXTRA -->``: it runs only where MODULE can be imported, which
+  ``pip install -e '.[EXTRA]'`` installs and the test extra does not (tests/test_docs.py
+  reports each such block as a test that skips with that reason) (all three become Sybil
+  skip regions, evaluated by Sybil's ``Skipper``);
 - the blocks of a page run as one script named after the page (``debugging_gradients.py``
   for ``debugging-gradients.md``), its lines numbered across the blocks that ran, so that the
   places debug reports name (file, line, source text) read as in a user's script.
@@ -21,6 +24,7 @@ marker spellings the pages already use, and the evaluator that runs a block as p
 page's script and compares what it printed.
 
     python tests/docpages.py docs/debugging-gradients.md     # what each block prints
+    python tests/docpages.py --check PAGE [--must-run=LINE]  # its failures; exit status 1
 """
 import contextlib
 import dataclasses
@@ -40,7 +44,14 @@ from sybil.parsers.markdown.lexers import FencedCodeBlockLexer
 
 from doctools import page_output_matches
 
-_MARKER = re.compile(r"^<!--\s*(no-test|test-if:(.*?))\s*-->[ \t]*$", re.M)
+_MARKER = re.compile(r"^<!--\s*(no-test|test-if:(.*?)|needs:\s*([\w.]+)\s+(\w+))\s*-->[ \t]*$",
+                     re.M)
+
+
+def blocks_needing_extras(page):
+    """(line of the python block, module, extra) for each ``needs:`` marker of ``page``."""
+    return [(s.line, *s.marker.split()[1:]) for _, r in SYBIL.parse(pathlib.Path(page)).regions
+            if isinstance(s := r.parsed, Snippet) and (s.marker or "").startswith("needs:")]
 
 
 @dataclasses.dataclass
@@ -49,7 +60,7 @@ class Snippet:
     line: int                       # the page line of its first line of code
     expected: str = None            # the text block that follows it, if any
     expected_line: int = None
-    marker: str = None              # "no-test" or "test-if: EXPR" just before it
+    marker: str = None              # "no-test", "test-if: EXPR" or "needs: MODULE EXTRA"
 
 
 def script_name(page):
@@ -75,6 +86,8 @@ class PageParser:
                                  f"{m.group(0)} must be just before a ```python block")
             markers[following.start] = m.group(1)
             expr = m.group(2)
+            if m.group(3):      # needs: MODULE EXTRA
+                expr = f"__import__('importlib.util').util.find_spec({m.group(3)!r}) is not None"
             # Sybil's skip: "next" skips the next example; "if(cond)" skips it when cond is true
             yield Region(m.start(), m.end(),
                          ("next", None if expr is None else f"if(not ({expr.strip()}))"),
@@ -164,19 +177,25 @@ def run_page(page, on_block):
             registry[key].dispose()
 
 
-def check_page(page, root):
-    """The failures of a page (empty when every block ran and printed what the page shows)."""
+def check_page(page, root, must_run=()):
+    """The failures of a page (empty when every block ran and printed what the page shows,
+    and the blocks at the lines ``must_run`` were not skipped)."""
     page = pathlib.Path(page).resolve()
     failures = []
+    skipped = set()
 
     def check(snippet, printed, error):
         where = f"{page.relative_to(root)}:{snippet.line}"
+        if printed is None and error is None:
+            skipped.add(snippet.line)
         if isinstance(error, SybilFailure):
             failures.append(f"{where}: {error.result}")
         elif error is not None:
             tb = "".join(traceback.format_exception(error)[1:])     # from the page's frames
             failures.append(f"{where}: the block raised {type(error).__name__}: {error}\n{tb}")
     run_page(page, check)
+    failures += [f"{page.relative_to(root)}:{line}: the block did not run (its marker skipped it)"
+                 for line in must_run if line in skipped]
     return failures
 
 
@@ -203,7 +222,9 @@ def main(argv):
     import flowgrad  # noqa: F401 - run_page reads its variable registry
     root = pathlib.Path(__file__).resolve().parent.parent
     if argv[:1] == ["--check"]:
-        found = [f for page in argv[1:] for f in check_page(page, root)]
+        must_run = [int(a.split("=")[1]) for a in argv if a.startswith("--must-run=")]
+        found = [f for page in argv[1:] if not page.startswith("--")
+                 for f in check_page(page, root, must_run)]
         print("\n\n".join(found))
         return 1 if found else 0
     show_pages(argv or sorted((root / "docs").glob("*.md")))

@@ -94,8 +94,9 @@ def test_an_array_the_user_holds_is_never_reused(policy):
     x.dispose()
 
 
+@pytest.mark.extra("torch", "oracle")
 def test_an_exported_array_is_never_reused(policy):
-    torch = pytest.importorskip("torch")
+    import torch
     policy("pool")
     x = tf.tensor(np.ones(N, np.float32))
     y = x + 1

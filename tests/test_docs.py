@@ -46,6 +46,23 @@ def test_page_examples(page):
     assert r.returncode == 0, r.stdout + r.stderr
 
 
+NEEDING = [(p, line, module, extra) for p in PAGES
+           for line, module, extra in docpages.blocks_needing_extras(p)]
+
+
+@pytest.mark.parametrize("page,line,module,extra", [
+    pytest.param(*n, marks=pytest.mark.extra(n[2], n[3]), id=f"{n[0].name}:{n[1]}")
+    for n in NEEDING])
+def test_blocks_that_need_an_extra(page, line, module, extra):
+    # skipped (by the extra marker, tests/conftest.py) where the module is missing; where it
+    # is there, the page's run must have run the block, and the whole page passes
+    env = {k: v for k, v in os.environ.items() if not k.startswith("FLOWGRAD_")}
+    r = subprocess.run([sys.executable, docpages.__file__, "--check", str(page),
+                        f"--must-run={line}"], cwd=ROOT, capture_output=True, text=True,
+                       timeout=120, env=env)
+    assert r.returncode == 0, r.stdout + r.stderr
+
+
 def _snippets(page):
     return [r.parsed for _, r in docpages.SYBIL.parse(page).regions
             if isinstance(r.parsed, docpages.Snippet)]
@@ -71,14 +88,23 @@ def test_parse_markers(tmp_path):
                     "<!-- no-test -->\n```python\nboom()\n```\n\nProse.\n\n"
                     "<!-- test-if: 1 + 1 == 3 -->\n```python\nboom()\n```\n\n"
                     "<!-- test-if: 1 + 1 == 2 -->\n```python\nprint(2)\n```\n\n"
-                    "Not the output:\n\n```text\n3\n```\n")
+                    "Not the output:\n\n```text\n3\n```\n\n"
+                    "<!-- needs: no_such_module_fg oracle -->\n```python\nboom()\n```\n\n"
+                    "<!-- needs: json test -->\n```python\nprint(3)\n```\n")
     snippets = _snippets(page)
-    assert [s.line for s in snippets] == [4, 13, 20, 25]
+    assert [s.line for s in snippets] == [4, 13, 20, 25, 36, 41]
     assert snippets[0].expected == "1\n" and snippets[0].expected_line == 8
     assert all(s.expected is None for s in snippets[1:])
     assert [s.marker for s in snippets] == [None, "no-test", "test-if: 1 + 1 == 3",
-                                            "test-if: 1 + 1 == 2"]
-    assert _run(page) == [("1\n", None), (None, None), (None, None), ("2\n", None)]
+                                            "test-if: 1 + 1 == 2",
+                                            "needs: no_such_module_fg oracle", "needs: json test"]
+    assert _run(page) == [("1\n", None), (None, None), (None, None), ("2\n", None),
+                          (None, None), ("3\n", None)]
+    assert docpages.blocks_needing_extras(page) == [(36, "no_such_module_fg", "oracle"),
+                                                   (41, "json", "test")]
+    assert docpages.check_page(page, tmp_path, must_run=[41]) == []
+    assert docpages.check_page(page, tmp_path, must_run=[36]) == [
+        "p.md:36: the block did not run (its marker skipped it)"]
 
 
 def test_a_marker_must_precede_a_python_block(tmp_path):

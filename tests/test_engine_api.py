@@ -14,26 +14,31 @@ from flowgrad.errors import ArgumentError, FlowgradError
 
 # ---------------------------------------------------------------- tf.engine()
 
-def test_engine_is_callable_and_still_the_engine_module():
+def test_engine_is_callable_and_is_the_engine_module_itself():
     import flowgrad.engine
     from flowgrad import engine as E
     import sys
     real = sys.modules["flowgrad.engine"]
     assert isinstance(tf.engine(), tf.Engine) and tf.engine() is tf.engine()
-    assert isinstance(tf.engine, types.ModuleType) and flowgrad.engine is tf.engine
-    # reads, writes and deletions reach the module itself
-    assert E.run_kernel is real.run_kernel and E.memory is tf.memory
-    assert E.__name__ == "flowgrad.engine" and E.__file__ == real.__file__
-    E._fg_test_attribute = 1
-    try:
-        assert real._fg_test_attribute == 1
-    finally:
-        del E._fg_test_attribute
-    assert not hasattr(real, "_fg_test_attribute")
-    assert "run_kernel" in dir(E) and "call it" in repr(tf.engine)
-    # the package's modules hold the module itself (no wrapper on the hot path)
+    # one object: no proxy between the package attribute and the submodule
+    assert E is real and tf.engine is real and flowgrad.engine is real
+    assert isinstance(tf.engine, types.ModuleType)
+    assert "run_kernel" in vars(real) and "call it" in repr(tf.engine)
     from flowgrad.ops import _core
     assert _core.E is real
+
+
+def test_monkeypatching_the_engine_module_is_undone_exactly(monkeypatch):
+    # pytest >= 9.2 undoes setattr by the target's own __dict__ entry (and deletes the
+    # attribute when the target had none): through a proxy module that forwarded writes,
+    # undo deleted the engine's run_kernel and every later test failed
+    from flowgrad import engine as E
+    original = E.run_kernel
+    monkeypatch.setattr(E, "run_kernel", lambda *a, **k: None)
+    assert vars(E)["run_kernel"] is not original
+    monkeypatch.undo()
+    assert vars(E)["run_kernel"] is original
+    assert tf.scalar(3.0).square().item() == 9.0
 
 
 def test_start_and_end_scope_dispose_like_tidy():

@@ -29,7 +29,9 @@ import numpy as np
 import pytest
 
 T = pytest.importorskip(
-    "torch", reason="the derivative oracle needs PyTorch: pip install -e '.[oracle]'")
+    "torch", reason="the derivative oracle needs PyTorch, which the test extra does not "
+    "install: pip install -e '.[oracle]'")
+pytestmark = pytest.mark.extra("torch", "oracle")
 
 import flowgrad as tf                                 # noqa: E402
 from flowgrad.ops._core import PRIMITIVES             # noqa: E402

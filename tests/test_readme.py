@@ -21,3 +21,24 @@ def test_quickstart_prints_what_it_promises():
     assert r.returncode == 0, r.stderr
     shown = "\n".join(r.stdout.split("\n")[:4])
     assert page_output_matches("7.0\n3.0\n2.0 -1.0\nTrue", shown), r.stdout
+
+
+def _readme_test_command():
+    text = (ROOT / "README.md").read_text()
+    section = text[text.index("Install and run the tests"):]
+    return re.search(r"```\n(.*?)\n```", section, re.S).group(1).strip()
+
+
+def test_ci_runs_the_readme_test_command_first_and_verbatim():
+    # CI must fail where a newcomer's one line fails: .ci/run holds the README's test command
+    # as written, in a fresh venv, before anything else is installed into it
+    command = _readme_test_command()
+    assert "\n" not in command and command.startswith("pip install")
+    lines = [ln.strip() for ln in (ROOT / ".ci" / "run").read_text().splitlines()]
+    assert command in lines, f".ci/run does not run the README's test command {command!r}"
+    before = lines[:lines.index(command)]
+    code = [ln for ln in before if ln and not ln.startswith("#")]
+    assert any("-m venv" in ln for ln in code), "the README's command must run in a fresh venv"
+    assert any(ln.startswith(". ") and "activate" in ln for ln in code)
+    assert not [ln for ln in code if re.search(r"\b(pip|pip3|apt-get|conda|uv)\b", ln)], \
+        f".ci/run installs something before the README's test command: {code}"
