@@ -44,8 +44,9 @@ def to_bool(x):
 
 
 def _matmul_op(a, b):
-    a = _core.as_tensor(a, "matmul", "a")
-    b = _core.as_tensor(b, "matmul", "b")
+    like = _core.met_float(a, b)
+    a = _core.as_tensor(a, "matmul", "a", like)
+    b = _core.as_tensor(b, "matmul", "b", like)
     if a.rank >= 2 and b.rank >= 2:
         return _O["mat_mul"](a, b)
     return _O["dot"](a, b)

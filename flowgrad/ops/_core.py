@@ -196,21 +196,50 @@ def no_strings(x, opname, arg="x"):
                          f"got string tensor ({_STRINGS_HINT})")
 
 
-def as_float(x, opname, arg="x"):
+def without_dtype(x):
+    """True for a value with no dtype of its own: a Python number (not a bool), or a list or
+    tuple (TF.js's number and number[]). NumPy arrays and scalars, and tensors, have one."""
+    t = type(x)
+    return t is float or t is int or t is list or t is tuple
+
+
+def met_float(*values):
+    """The dtype a value without a dtype of its own takes among ``values``: the widest float
+    dtype of the tensors there, or None when none is a float tensor (the value then converts
+    as it would alone: float32 for a fraction, as TF.js)."""
+    found = None
+    for v in values:
+        if isinstance(v, Tensor) and v.dtype in FLOATS and found is not dtypes.float64:
+            found = v.dtype
+    return found
+
+
+def _dtype_for(x, like):
+    return like if like is not None and without_dtype(x) else None
+
+
+# NOTE: every helper below takes ``like``, the float dtype of the tensors that x meets in
+# the op (met_float). A Python number or list converted without it is a float32 tensor; next
+# to float64 tensors it is then promoted, with its value already rounded to float32 (0.1 ->
+# 0.10000000149). So an op converts its dtype-less arguments *with* ``like``, never alone.
+
+def as_float(x, opname, arg="x", like=None):
     """x as a float tensor: int32 and bool become float32 (TF.js does so for exp and erf,
-    and flowgrad does it for every op that is only defined on reals)."""
+    and flowgrad does it for every op that is only defined on reals). A value without a
+    dtype of its own (a Python number or list) takes ``like`` when given."""
     if not isinstance(x, Tensor):
-        x = convert(x, arg, opname)
+        x = convert(x, arg, opname, _dtype_for(x, like))
     if x.dtype not in FLOATS:
         no_strings(x, opname, arg)
         x = cast(x, f32)
     return x
 
 
-def as_numeric(x, opname, arg="x"):
-    """x as a number tensor: bool becomes int32, everything else is kept."""
+def as_numeric(x, opname, arg="x", like=None):
+    """x as a number tensor: bool becomes int32, everything else is kept. A value without a
+    dtype of its own takes ``like`` when given."""
     if not isinstance(x, Tensor):
-        x = convert(x, arg, opname)
+        x = convert(x, arg, opname, _dtype_for(x, like))
     if x.dtype == dtypes.bool_:
         x = cast(x, dtypes.int32)
     elif x.dtype == STRING:
@@ -218,8 +247,17 @@ def as_numeric(x, opname, arg="x"):
     return x
 
 
-def as_tensor(x, opname, arg="x"):
-    return x if isinstance(x, Tensor) else convert(x, arg, opname)
+def as_tensor(x, opname, arg="x", like=None):
+    """x as a tensor; a value without a dtype of its own takes ``like`` when given."""
+    return x if isinstance(x, Tensor) else convert(x, arg, opname, _dtype_for(x, like))
+
+
+def as_floats(opname, **args):
+    """The arguments as float tensors, each of its own dtype, except that the values without
+    a dtype of their own take the widest float dtype of the tensors among them (float32 when
+    there are none). Returns a list in the order given."""
+    like = met_float(*args.values())
+    return [as_float(v, opname, k, like) for k, v in args.items()]
 
 
 def unary(name, *, policy="float", method=True, **flags):
@@ -254,8 +292,8 @@ def unary(name, *, policy="float", method=True, **flags):
 def binary_args(a, b, opname):
     """Both operands as tensors of one dtype (TF.js promotion, extended with float64).
 
-    A Python number takes a float tensor's dtype; next to an int32 or bool tensor it is a
-    float32 (a JS number) and the tensor is promoted.
+    A Python number (or list of them) takes a float tensor's dtype; next to an int32 or bool
+    tensor it is a float32 (a JS number) and the tensor is promoted.
     """
     ta = isinstance(a, Tensor)
     tb = isinstance(b, Tensor)
@@ -270,7 +308,7 @@ def binary_args(a, b, opname):
                 no_strings(a, opname, "a")
                 dt = f32
             return (a if a.dtype is dt or a.dtype == dt else cast(a, dt)), scalar_of(b, dt)
-        b = convert(b, "b", opname)
+        b = convert(b, "b", opname, _dtype_for(b, met_float(a)))
         da, db = a.dtype, b.dtype
     elif tb:
         if type(a) in (int, float):
@@ -279,7 +317,7 @@ def binary_args(a, b, opname):
                 no_strings(b, opname, "b")
                 dt = f32
             return scalar_of(a, dt), (b if b.dtype is dt or b.dtype == dt else cast(b, dt))
-        a = convert(a, "a", opname)
+        a = convert(a, "a", opname, _dtype_for(a, met_float(b)))
         da, db = a.dtype, b.dtype
     else:
         a = convert(a, "a", opname)

@@ -8,7 +8,7 @@ from .. import dtypes
 from .. import engine as E
 from ..errors import ArgumentError, DtypeError, ShapeError
 from ..tape import units
-from ._core import as_tensor, binary, binary_args, export, primitive
+from ._core import as_tensor, binary, binary_args, export, met_float, primitive
 from .logical import where
 
 
@@ -322,7 +322,8 @@ def add_n(tensors):
     """
     if not isinstance(tensors, (list, tuple)) or not tensors:
         raise ArgumentError("Must pass at least one tensor to tf.add_n")
-    ts = [as_tensor(t, "add_n", f"tensors[{i}]") for i, t in enumerate(tensors)]
+    like = met_float(*tensors)
+    ts = [as_tensor(t, "add_n", f"tensors[{i}]", like) for i, t in enumerate(tensors)]
     for i, t in enumerate(ts[1:], 1):
         if t.shape != ts[0].shape:
             raise ShapeError(f"All tensors passed to add_n must have the same shape: "

@@ -27,7 +27,7 @@ from ..args import check_alloc, choice, describe
 from ..backends.ext_conv import cell_slices
 from ..errors import ArgumentError, ShapeError
 from ..tensor import Tensor
-from ._core import as_float, as_int, as_ints, cast, export, primitive
+from ._core import as_floats, as_int, as_ints, cast, export, primitive
 from .shape import reshape, transpose
 
 # The geometry of a windowed op, per spatial axis: input size, kernel size, stride,
@@ -377,8 +377,7 @@ DEPTHWISE = _family(("DepthwiseConv2dNative", "DepthwiseConv2dNativeBackpropInpu
 
 def floats(op, x, w, wname="filter"):
     """x and the filter as float tensors of one dtype (float64 if either is)."""
-    x = as_float(x, op, "x")
-    w = as_float(w, op, wname)
+    x, w = as_floats(op, **{"x": x, wname: w})
     if x.dtype != w.dtype:
         x, w = cast(x, dtypes.float64), cast(w, dtypes.float64)
     return x, w

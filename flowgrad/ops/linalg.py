@@ -9,7 +9,7 @@ import numpy as np
 from .. import dtypes
 from .. import engine as E
 from ..errors import ArgumentError, GradientError, ShapeError
-from ._core import as_float, as_numeric, binary_args, cast, export, flag, primitive
+from ._core import as_float, as_numeric, binary_args, cast, export, flag, met_float, primitive
 from .creation import eye, ones, tensor
 from .reduce import norm
 from .shape import concat, reshape, stack, transpose, unstack
@@ -270,7 +270,8 @@ def einsum(equation, *tensors):
     """
     if not tensors:
         raise ArgumentError(f"einsum: no input tensors given for {equation!r}")
-    ts = [as_numeric(t, "einsum", f"tensors[{i}]") for i, t in enumerate(tensors)]
+    like = met_float(*tensors)
+    ts = [as_numeric(t, "einsum", f"tensors[{i}]", like) for i, t in enumerate(tensors)]
     dt = ts[0].dtype
     for t in ts[1:]:
         dt = dtypes.promote(dt, t.dtype, "einsum")

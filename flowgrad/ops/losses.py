@@ -10,7 +10,7 @@ import enum
 
 from .. import dtypes
 from ..errors import ArgumentError, ShapeError
-from ._core import as_float, as_number, cast, export, norm_axis
+from ._core import as_float, as_floats, as_number, cast, export, norm_axis
 from .activations import relu, softplus
 from .binary import minimum, squared_difference
 from .logical import not_equal, where
@@ -60,7 +60,7 @@ def _common(a, b):
 
 def _pair(a, b, fn, camel, names):
     """labels and predictions as float tensors of one dtype and the same shape."""
-    a, b = _common(as_float(a, fn, names[0]), as_float(b, fn, names[1]))
+    a, b = _common(*as_floats(fn, **{names[0]: a, names[1]: b}))
     if a.shape != b.shape:
         raise ShapeError(f"Error in {camel}: Shapes {list(a.shape)} and {list(b.shape)} must "
                          f"match: '{names[0]}' and '{names[1]}' need the same shape.")
@@ -104,7 +104,7 @@ def _weighted(losses, weights, reduction, fn):
             raise ShapeError(f"{fn}: the losses are empty (shape {list(losses.shape)}): their "
                              f"mean is undefined (use reduction=Reduction.SUM or NONE)")
         return losses.sum() if red == Reduction.SUM else losses.mean()
-    w = as_float(weights, fn, "weights")
+    w = as_float(weights, fn, "weights", losses.dtype)
     if len(w.shape) > len(losses.shape) or any(
             a != 1 and a != b for a, b in zip(reversed(w.shape), reversed(losses.shape))):
         raise ShapeError(f"{fn}: weights of shape {list(w.shape)} do not broadcast to the "

@@ -12,7 +12,8 @@ from .. import engine as E
 from ..args import describe
 from ..errors import ArgumentError, DtypeError, ShapeError
 from ..tensor import Tensor
-from ._core import FLOATS, as_float, as_int, as_number, as_tensor, export, norm_axis, primitive
+from ._core import (FLOATS, as_float, as_floats, as_int, as_number, as_tensor, export,
+                    met_float, norm_axis, primitive)
 from .activations import sigmoid
 from .creation import random_uniform, tensor
 from .linalg import mat_mul
@@ -100,9 +101,10 @@ def batch_norm(x, mean, variance, offset=None, scale=None, variance_epsilon=0.00
 
 
 def _batch_norm(x, mean, variance, offset, scale, variance_epsilon, fn, rank=None):
-    x = as_float(x, fn, "x")
     args = {"mean": mean, "variance": variance, "offset": offset, "scale": scale}
-    ts = {k: as_float(v, fn, k) for k, v in args.items()
+    like = met_float(x, *args.values())
+    x = as_float(x, fn, "x", like)
+    ts = {k: as_float(v, fn, k, like) for k, v in args.items()
           if v is not None or k in ("mean", "variance")}     # None: TF.js's 'null' message
     if rank is not None:
         if x.rank != rank:
@@ -253,9 +255,9 @@ def basic_lstm_cell(forget_bias, lstm_kernel, lstm_bias, data, c, h):
          [[0.7310586],]
     """
     fn = "basic_lstm_cell"
-    kernel = as_float(lstm_kernel, fn, "lstm_kernel")
-    bias = as_float(lstm_bias, fn, "lstm_bias")
-    data, c, h = (as_float(t, fn, k) for t, k in ((data, "data"), (c, "c"), (h, "h")))
+    kernel, bias, data, c, h, forget_bias = as_floats(
+        fn, lstm_kernel=lstm_kernel, lstm_bias=lstm_bias, data=data, c=c, h=h,
+        forget_bias=forget_bias)
     for k, t in (("data", data), ("c", c), ("h", h), ("lstm_kernel", kernel)):
         if t.rank != 2:
             raise ShapeError(f"{fn}: {k} must be rank 2, got shape {list(t.shape)}")
@@ -265,7 +267,6 @@ def basic_lstm_cell(forget_bias, lstm_kernel, lstm_bias, data, c, h):
         raise ShapeError(f"{fn}: shapes do not fit: lstm_kernel {list(kernel.shape)} must be "
                          f"[inputs + units, 4 * units] for data {list(data.shape)} = [batch, "
                          f"inputs] and c {list(c.shape)}, h {list(h.shape)} = [batch, units]")
-    forget_bias = as_float(forget_bias, fn, "forget_bias")
     for k, t, want in (("lstm_bias", bias, (data.shape[0], 4 * units)),
                        ("forget_bias", forget_bias, c.shape)):
         if not _broadcasts_to(t.shape, want):
@@ -307,7 +308,9 @@ def multi_rnn_cell(lstm_cells, data, c, h):
         if not callable(cell):
             raise ArgumentError(f"{fn}: lstm_cells[{k}] must be a function (data, c, h) -> "
                                 f"[c, h], got {type(cell).__name__}")
-        ck, hk = cell(inp, as_float(c[k], fn, f"c[{k}]"), as_float(h[k], fn, f"h[{k}]"))
+        like = met_float(inp, c[k], h[k])
+        ck, hk = cell(inp, as_float(c[k], fn, f"c[{k}]", like),
+                      as_float(h[k], fn, f"h[{k}]", like))
         new_c.append(ck)
         new_h.append(hk)
         inp = hk

@@ -19,7 +19,7 @@ from .. import dtypes
 from .. import engine as E
 from ..args import choice, describe
 from ..errors import ArgumentError, ShapeError
-from ._core import as_float, as_numeric, cast, export, primitive
+from ._core import as_float, as_numeric, cast, export, met_float, primitive
 from .conv import (FORMATS, channels_last, check_rounding, check_strides_dilations, geometry,
                    ntuple, pad_input, to_first, to_last, window_slices)
 from .shape import reshape
@@ -408,8 +408,9 @@ def dilation2d(x, filter, strides, pad, dilations=1, data_format="NHWC"):  # noq
          [0, 3]]
     """
     op = "dilation2d"
-    x = as_numeric(x, op, "x")
-    filter = as_numeric(filter, op, "filter")  # noqa: A001
+    like = met_float(x, filter)
+    x = as_numeric(x, op, "x", like)
+    filter = as_numeric(filter, op, "filter", like)  # noqa: A001
     if x.dtype != filter.dtype:
         dt = dtypes.promote(x.dtype, filter.dtype, op)
         x, filter = cast(x, dt), cast(filter, dt)  # noqa: A001

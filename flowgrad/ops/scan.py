@@ -13,8 +13,8 @@ from .. import engine as E
 from ..args import check_alloc, choice, describe, flag
 from ..errors import ArgumentError, DtypeError, ShapeError
 from ..names import Result
-from ._core import (as_int, as_numeric, as_tensor, binary_args, export, norm_axis, primitive,
-                    scalar_of)
+from ._core import (as_int, as_numeric, as_tensor, binary_args, export, met_float, norm_axis,
+                    primitive, scalar_of)
 from .creation import fill, range as _arange, tensor as _tensor
 from .indexing import _gather_raw, _scatter_add
 from .logical import where
@@ -417,8 +417,8 @@ def upper_bound(sorted_sequence, values):
 
 # ---------------------------------------------------------------- meshgrid
 
-def _grid_input(t, arg):
-    t = as_tensor(t, "meshgrid", arg)
+def _grid_input(t, arg, like):
+    t = as_tensor(t, "meshgrid", arg, like)
     t.throw_if_disposed()             # meshgrid(x) returns x itself
     if t.rank == 0:
         raise ShapeError(f"meshgrid expects a tensor with rank >= 1 (argument '{arg}' is a "
@@ -449,10 +449,11 @@ def meshgrid(x=None, y=None, indexing="xy"):
         f"{indexing} is not a valid third argument to meshgrid (use 'xy' or 'ij')"))
     if x is None:
         return []
-    x = _grid_input(x, "x")
+    like = met_float(x, y)               # (a list beside a float64 vector: float64 too)
+    x = _grid_input(x, "x", like)
     if y is None:
         return [x]
-    y = _grid_input(y, "y")
+    y = _grid_input(y, "y", like)
     w, h = x.size, y.size
     if indexing == "xy":
         return [broadcast_to(reshape(x, (1, w)), (h, w)), broadcast_to(reshape(y, (h, 1)), (h, w))]

@@ -14,7 +14,7 @@ from .. import engine as E
 from ..errors import ArgumentError, ShapeError
 from ..tensor import Tensor
 from ..args import alive, as_number, check_alloc, norm_perm
-from ._core import (as_ints, as_tensor, export, norm_axes, norm_axis, own_buffer,
+from ._core import (as_ints, as_tensor, export, met_float, norm_axes, norm_axis, own_buffer,
                     primitive)
 
 
@@ -23,7 +23,8 @@ def _tensors(tensors, fn):
         raise ArgumentError(f"{fn}() takes a list of tensors, got {type(tensors).__name__}")
     if not tensors:
         raise ArgumentError(f"{fn}() needs at least one tensor")
-    ts = [as_tensor(t, fn, f"tensors[{i}]") for i, t in enumerate(tensors)]
+    like = met_float(*tensors)
+    ts = [as_tensor(t, fn, f"tensors[{i}]", like) for i, t in enumerate(tensors)]
     dt = ts[0].dtype
     for t in ts[1:]:
         dt = dtypes.promote(dt, t.dtype, fn)
