@@ -66,6 +66,8 @@ def _classify(label):
         key += " grads"
     if "update only" in label:
         key += " update"
+    if " as x.pow(3)" in label:
+        key += " pow"
     return key, col
 
 

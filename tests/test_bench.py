@@ -34,6 +34,6 @@ def test_peers_table_has_one_line_per_workload():
     lines = r.stdout.splitlines()
     assert lines[0].split()[:4] == ["workload", "eager", "tf.jit", "jit"]
     rows = {ln.split("  ")[0].strip(): ln for ln in lines[1:]}
-    assert set(rows) == {"W3 1e+06", "W3 1e+07", "W4a 1e6"}, rows
+    assert set(rows) == {"W3 1e+06", "W3 1e+07", "W4a 1e6", "W4a 1e6 pow"}, rows
     for ln in rows.values():
         assert ln.split()[-2].replace(".", "", 1).isdigit()        # the floor's time

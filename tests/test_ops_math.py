@@ -279,3 +279,90 @@ def _agree(B, x, n, dtype, rng):
         assert got.dtype == want.dtype == dtype
         np.testing.assert_array_equal(got, want)
         np.testing.assert_array_equal(np.signbit(got), np.signbit(want))
+
+
+# ---------------------------------------------------------------- pow by a small exponent
+
+SMALL = [0, 1, 2, 3, 4, -1, -2, -3, 0.5, -0.5]
+
+
+def _ulps(x, y):
+    """Distance in units in the last place between two arrays of one float dtype (NaN to
+    NaN is 0; a zero's sign counts as a place, as between any two neighbours)."""
+    it = np.int32 if x.dtype == np.float32 else np.int64
+    xi, yi = (v.view(it).astype(np.int64) for v in (x, y))
+    low = np.iinfo(it).min
+    xi, yi = (np.where(v < 0, low - v, v) for v in (xi, yi))
+    return np.where(np.isnan(x) & np.isnan(y), 0, np.abs(xi - yi))
+
+
+def _wide(dtype, n=200_000, seed=5):
+    """Values of every magnitude and sign of ``dtype``, subnormals, zeros of both signs,
+    infinities and NaN."""
+    rng = np.random.default_rng(seed)
+    top = 38 if dtype == np.float32 else 307
+    x = np.sign(rng.standard_normal(n)) * 10.0 ** rng.uniform(-top - 6, top, n)
+    special = [0.0, -0.0, np.inf, -np.inf, np.nan, 1.0, -1.0, 2.0, -2.0, 0.5, -0.5,
+               np.finfo(dtype).tiny, -np.finfo(dtype).tiny, np.finfo(dtype).max]
+    return np.concatenate([x, special]).astype(dtype)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("n", SMALL)
+def test_pow_by_a_small_exponent_is_within_2_ulp_of_numpy_power(n, dtype):
+    x = _wide(dtype)
+    with np.errstate(all="ignore"):
+        want = np.power(x, dtype(n))
+    got = tf.pow(tf.tensor(x, dtype=dtype.__name__), n).numpy()        # the kernel's path
+    assert got.dtype == dtype
+    assert _ulps(got, want).max() <= 2, (n, x[_ulps(got, want).argmax()])
+    np.testing.assert_array_equal(np.isnan(got), np.isnan(want))
+    np.testing.assert_array_equal(np.isinf(got), np.isinf(want))
+    zeros = want == 0
+    np.testing.assert_array_equal(np.signbit(got[zeros]), np.signbit(want[zeros]))
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_pow_by_a_small_exponent_is_the_same_bits_on_every_path(dtype):
+    # eager on a small and a pooled size, into a buffer that is the input itself (tf.jit
+    # writes over an input that dies at a kernel), and tf.jit's fused chains: one result
+    B = backends.namespace("numpy")
+    x = _wide(dtype, n=70_000, seed=6)
+    for n in SMALL + [2.5, -4, 5]:
+        b = dtype(n)
+        with np.errstate(all="ignore"):
+            ref = B.fast_pow(x, b)
+            inplace = x.copy()
+            assert B.fast_pow(inplace, b, out=inplace) is inplace
+            np.testing.assert_array_equal(inplace, ref)
+            if n not in SMALL:              # the others are NumPy's power itself
+                np.testing.assert_array_equal(ref, np.power(x, b))
+        for size in (5, 70_000):
+            t = tf.tensor(x[:size], dtype=dtype.__name__)
+            np.testing.assert_array_equal(tf.pow(t, n).numpy(), ref[:size])
+            jitted = tf.jit(lambda v: (v * 1.0).pow(n) + 0.0)
+            np.testing.assert_array_equal(jitted(t).numpy(), ref[:size] + 0.0)
+    assert B.fast_pow(np.float32(2), np.float32(3)) == 8 and \
+        isinstance(B.fast_pow(np.float32(2), np.float32(3)), np.float32)
+
+
+def test_the_generic_fast_pow_is_power():
+    x = np.array([-2.0, 0.5, 3.0])
+    np.testing.assert_array_equal(generic("fast_pow")(x, np.float64(3)), x ** 3)
+
+
+@pytest.mark.parametrize("n", [2, 3, 4, -1, -2, -3, 0.5, -0.5, 1.5])
+def test_pow_gradients_by_small_exponents_match_finite_differences(n):
+    x = tf.tensor([0.7, 1.3, 2.1] if n != int(n) else [-1.3, 0.7, 2.1], dtype="float64")
+    r = tf.debug.check_grads(lambda v: v.pow(n), x, order=2)
+    assert r.passed, r
+
+
+def test_pow_by_zero_has_gradient_zero_everywhere():
+    # d/dx x^0 = 0 (PyTorch and JAX say so); TF.js's rule gives 0 * 0^-1 = NaN at x = 0
+    x = tf.tensor([0.0, -0.0, 2.0, -3.0], dtype="float64")
+    for f in (lambda v: v ** 0.0, lambda v: v.pow(tf.zeros([4], "float64"))):
+        assert tf.grad(f)(x).numpy().tolist() == [0, 0, 0, 0]
+        assert tf.grad(tf.grad(f))(x).numpy().tolist() == [0, 0, 0, 0]
+    # and x^1's second derivative at 0 (its rule's pow(x, 0) is differentiated there)
+    assert tf.grad(tf.grad(lambda v: v ** 1.0))(x).numpy().tolist() == [0, 0, 0, 0]

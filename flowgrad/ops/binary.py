@@ -125,9 +125,14 @@ def _(dy, a, b, needs):
     return dy, (-dy * (a / b).floor() if needs[1] else None)
 
 
-@binary("Pow", save_y=True, ufunc="power")
+@binary("Pow", save_y=True, ufunc="fast_pow")
 def pow(B, a, b):  # noqa: A001 - the TF.js name
-    """a ** b, elementwise. d/db uses log(a) where a > 0 and 0 elsewhere (TF.js).
+    """a ** b, elementwise. d/db uses log(a) where a > 0 and 0 elsewhere (TF.js); d/da is 0
+    where b is 0 (a^0 is 1 everywhere; TF.js's rule gives 0 * 0^-1 = NaN at a = 0).
+
+    An exponent that is one number among 0, ±1, ±2, ±3, 4 and ±½ runs as multiplications
+    (sqrt, a reciprocal), within 2 ulp of NumPy's power and many times faster than it on
+    negative bases; so does the gradient's pow(a, b - 1).
 
     >>> import flowgrad as tf
     >>> tf.pow(tf.tensor([2, 3]), 2).print()
@@ -135,7 +140,7 @@ def pow(B, a, b):  # noqa: A001 - the TF.js name
         [4, 9]
     """
     if a.dtype in B.float_dtypes:
-        return B.pow(a, b)
+        return B.fast_pow(a, b)
     # NOTE: NumPy refuses negative integer exponents for ints; compute them in floats
     f64 = B.dtypes["float64"]
     return B.astype(B.pow(B.astype(a, f64), B.astype(b, f64)), a.dtype)
@@ -143,8 +148,12 @@ def pow(B, a, b):  # noqa: A001 - the TF.js name
 
 @pow.vjp
 def _(dy, a, b, y, needs):
-    da = dy * b * a.pow(b - 1) if needs[0] else None
-    db = None
+    da = db = None
+    if needs[0]:
+        # NOTE: where b is 0 the exponent b - 1 becomes 1 (JAX's select), so that 0 * 0^-1
+        # never makes a NaN: the selects are on b, one number when b is a literal
+        zero = b.equal(0)
+        da = dy * b * a.pow(where(zero, 1, b - 1))
     if needs[1]:
         positive = a.greater(0)
         db = dy * y * where(positive, a, 1).log()
