@@ -120,6 +120,46 @@ def _callable_rule(prim):
     return grad_func
 
 
+def _zero_rule(name):
+    """The gradient TF.js registers for a non-differentiable kernel: zeros for each input."""
+    def grad_func(dy, *inputs, **attrs):
+        from .ops import OPS
+        zeros = [OPS["zeros_like"](x) for x in inputs]
+        return zeros[0] if len(zeros) == 1 else tuple(zeros)
+    grad_func.__name__ = grad_func.__qualname__ = f"{name}_grad"
+    grad_func.__doc__ = (f"{name} is not differentiable: zeros of each input's shape and "
+                         f"dtype (TF.js registers this gradient).")
+    return grad_func
+
+
+def _composite_rule(name, op):
+    """The gradient of a TF.js kernel that flowgrad composes of several (``op``): the
+    vector-Jacobian product of ``op`` by flowgrad's own backprop, differentiable again;
+    float tensor inputs get a gradient, every other argument is passed to ``op`` as is."""
+    def grad_func(dy, *inputs, **attrs):
+        from .dtypes import FLOATS
+        from .gradients import grads
+        from .tensor import Tensor
+        args = list(inputs)                  # (numbers stay numbers: they may be attributes)
+        diff = [i for i, x in enumerate(args) if isinstance(x, Tensor) and x.dtype in FLOATS]
+
+        def f(*ts):
+            full = list(args)
+            for i, t in zip(diff, ts):
+                full[i] = t
+            return op(*full, **attrs)
+        got = grads(f, allow_unconnected=True)([args[i] for i in diff], dy)
+        out = [None] * len(args)
+        for i, g in zip(diff, got):
+            out[i] = g
+        return out[0] if len(out) == 1 else tuple(out)
+    grad_func.__name__ = grad_func.__qualname__ = f"{name}_grad"
+    grad_func.__doc__ = (f"The gradient of TF.js's {name}, which flowgrad computes as "
+                         f"tf.{op.__name__}: one gradient per input (None for an integer "
+                         f"input), by differentiating it.")
+    return grad_func
+
+
 def get_gradient(kernel_name):
     """The gradient registered for kernel ``kernel_name`` (TF.js ``tf.getGradient``), or
     None for an unknown kernel or one without a gradient (TF.js: ``undefined``).
@@ -130,8 +170,15 @@ def get_gradient(kernel_name):
     contribution), written with flowgrad ops, so it is differentiable itself;
     ``save_all_inputs`` (always True: every rule receives all its kernel's inputs); and
     ``save_outputs`` (the rule also receives the outputs). camelCase keys (``gradFunc``,
-    ``kernelName``) work too. Non-differentiable kernels (comparisons, ``ArgMax``...)
-    contribute zero gradient and have no registered gradient.
+    ``kernelName``) work too.
+
+    It answers for every TF.js kernel name that flowgrad implements. The non-differentiable
+    kernels for which TF.js registers a zero gradient (``Floor``, ``Sign``, ``ArgMax``,
+    ``GreaterEqual``, ``OnesLike``...) give zeros of each input's shape; the others
+    (``Greater``, ``Equal``...) have none, as in TF.js. A TF.js kernel that flowgrad
+    computes with several of its own (``ExpandDims``, a reshape; ``FusedBatchNorm``,
+    ``LRN``, ``UnsortedSegmentSum``) answers with the gradient of that op, taking its
+    arguments as the op does (``grad_func(dy, x, axis=1)`` for ExpandDims).
 
     >>> import flowgrad as tf
     >>> cfg = tf.get_gradient("Square")
@@ -139,18 +186,30 @@ def get_gradient(kernel_name):
     ('Square', False)
     >>> cfg.grad_func(tf.scalar(1), tf.scalar(3)).item()
     6.0
+    >>> tf.get_gradient("Floor").grad_func(tf.scalar(1), tf.scalar(2.5)).item()
+    0.0
+    >>> tf.get_gradient("ExpandDims").grad_func(tf.ones([2, 1]), tf.tensor([3.0, 4.0]),
+    ...                                         axis=1).shape
+    (2,)
     >>> tf.get_gradient("Greater") is None, tf.get_gradient("NoSuchKernel") is None
     (True, True)
     """
     if not isinstance(kernel_name, str):
         raise ArgumentError(f"get_gradient(kernel_name): kernel_name must be a string (a TF.js "
                             f"kernel name such as 'Square'), got {type(kernel_name).__name__}")
-    from .ops import PRIMITIVES
+    from .ops import COMPOSITES, PRIMITIVES
     prim = PRIMITIVES.get(kernel_name)
-    if prim is None or prim.vjp is None:
-        return None
-    return GradConfig(kernel_name=kernel_name, grad_func=_callable_rule(prim),
-                      save_all_inputs=True, save_outputs=bool(prim.save_y))
+    if prim is not None and prim.vjp is not None:
+        return GradConfig(kernel_name=kernel_name, grad_func=_callable_rule(prim),
+                          save_all_inputs=True, save_outputs=bool(prim.save_y))
+    if prim is not None and prim.zero_grad:
+        return GradConfig(kernel_name=kernel_name, grad_func=_zero_rule(kernel_name),
+                          save_all_inputs=True, save_outputs=False)
+    op = COMPOSITES.get(kernel_name)
+    if op is not None:
+        return GradConfig(kernel_name=kernel_name, grad_func=_composite_rule(kernel_name, op),
+                          save_all_inputs=True, save_outputs=False)
+    return None
 
 
 # ---------------------------------------------------------------- backend()

@@ -127,10 +127,10 @@ class Primitive:
     (its inputs get zero gradient). Declared with the helpers in ``flowgrad.ops._core``.
     """
     __slots__ = ("name", "fwd", "vjp", "multi", "save_y", "view", "cut", "vjp_needs",
-                 "strict", "batch", "ufunc", "arg_names", "__weakref__")
+                 "strict", "batch", "ufunc", "arg_names", "zero_grad", "__weakref__")
 
     def __init__(self, name, fwd, *, multi=False, save_y=False, view=False, cut=False,
-                 strict=False, batch=False, ufunc=None):
+                 strict=False, batch=False, ufunc=None, zero_grad=False):
         self.name = name          # kernel name, as in TF.js ("Exp", "BatchMatMul")
         self.fwd = fwd
         self.vjp = None
@@ -145,6 +145,9 @@ class Primitive:
         # the kernel is this backend ufunc (by name) on float inputs: tf.jit may give it
         # an out= buffer
         self.ufunc = ufunc
+        # non-differentiable, and TF.js registers a zero gradient for it (tf.get_gradient
+        # answers with zeros): Floor, Sign, ArgMax, OnesLike...
+        self.zero_grad = zero_grad
         code = getattr(fwd, "__code__", None)
         # input names for messages: the kernel's positional parameters after the backend
         self.arg_names = code.co_varnames[1:code.co_argcount] if code is not None else ()

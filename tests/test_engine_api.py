@@ -147,6 +147,94 @@ def test_get_gradient_covers_new_kernels():
     assert tf.get_gradient("Dilation2D").kernel_name == "Dilation2D"
 
 
+# the kernels with a registered gradient in TF.js (tfjs-core 4.22's register_all_gradients,
+# 101 distinct names); flowgrad has no complex dtype, so no ComplexAbs
+TFJS_GRADIENTS = """Abs Acos Acosh Add AddN ArgMax ArgMin Asin Asinh Atan Atan2 Atanh AvgPool
+AvgPool3D BatchMatMul BatchToSpaceND BroadcastTo Cast Ceil ClipByValue ComplexAbs Concat Conv2D
+Conv2DBackpropInput Conv3D Cos Cosh Cumsum DepthwiseConv2dNative Dilation2D Elu Erf Exp
+ExpandDims Expm1 Floor FloorDiv FusedBatchNorm GatherV2 GreaterEqual Identity IsFinite IsInf
+IsNan LRN LeakyRelu Log Log1p LogSoftmax Max MaxPool MaxPool3D Maximum Mean Min Minimum
+MirrorPad Mod Multiply Neg OneHot OnesLike Pack PadV2 Pow Prelu Prod RealDiv Reciprocal Relu
+Relu6 Reshape ResizeBilinear ResizeNearestNeighbor Reverse Round Rsqrt Select Selu Sigmoid
+Sign Sin Sinh Slice Softmax Softplus SpaceToBatchND SplitV Sqrt Square SquaredDifference Step
+Sub Sum Tan Tanh Tile Transpose Unpack UnsortedSegmentSum ZerosLike""".split()
+
+
+def test_get_gradient_answers_for_every_tfjs_kernel_flowgrad_implements():
+    assert len(TFJS_GRADIENTS) == 101
+    missing = [k for k in TFJS_GRADIENTS if tf.get_gradient(k) is None]
+    assert missing == ["ComplexAbs"]
+
+
+@pytest.mark.parametrize("kernel,inputs", [
+    ("Floor", [tf.tensor([1.5, -2.5])]), ("Ceil", [tf.tensor([1.5])]),
+    ("Round", [tf.tensor([0.5])]), ("Sign", [tf.tensor([-3.0, 2.0])]),
+    ("Step", [tf.tensor([-1.0, 1.0])]), ("IsNan", [tf.tensor([1.0])]),
+    ("IsInf", [tf.tensor([1.0])]), ("IsFinite", [tf.tensor([1.0])]),
+    ("ArgMax", [tf.tensor([[1.0, 3.0]])]), ("ArgMin", [tf.tensor([[1.0, 3.0]])]),
+    ("OnesLike", [tf.tensor([1.0, 2.0])]), ("ZerosLike", [tf.tensor([1.0, 2.0])]),
+    ("OneHot", [tf.tensor([0, 2], dtype="int32")]),
+    ("GreaterEqual", [tf.tensor([1.0, 2.0]), tf.tensor([2.0, 1.0])])])
+def test_the_zero_gradients_tfjs_registers(kernel, inputs):
+    cfg = tf.get_gradient(kernel)
+    assert cfg.kernel_name == kernel and cfg.save_outputs is False
+    got = cfg.grad_func(tf.ones([2]), *inputs)
+    got = got if isinstance(got, tuple) else (got,)
+    assert len(got) == len(inputs)
+    for g, x in zip(got, inputs):
+        assert g.shape == x.shape and g.dtype == x.dtype
+        assert not g.numpy().any()
+
+
+def test_the_gradients_of_kernels_flowgrad_composes():
+    rng = np.random.default_rng(3)
+    x = tf.tensor(rng.uniform(0.5, 1.5, (2, 3)), dtype="float64")
+    dy = tf.tensor(rng.uniform(-1, 1, (2, 1, 3)), dtype="float64")
+    # ExpandDims: the gradient is dy reshaped to x's shape
+    g = tf.get_gradient("ExpandDims").grad_func(dy, x, axis=1)
+    np.testing.assert_array_equal(g.numpy(), dy.numpy().reshape(2, 3))
+    # UnsortedSegmentSum: x's row i receives dy's row segment_ids[i]; ids get none
+    ids = tf.tensor([1, 0], dtype="int32")
+    dys = tf.tensor(rng.uniform(-1, 1, (2, 3)), dtype="float64")
+    gx, gids, gnum = tf.get_gradient("UnsortedSegmentSum").grad_func(dys, x, ids, 2)
+    np.testing.assert_array_equal(gx.numpy(), dys.numpy()[[1, 0]])
+    assert gids is None and gnum is None
+    # FusedBatchNorm and LRN against central finite differences of <dy, op(x)> in float64
+    mean, var = tf.tensor([0.1, 0.2, 0.3], dtype="float64"), tf.tensor([1.0, 2.0, 0.5],
+                                                                      dtype="float64")
+    dyb = tf.tensor(rng.uniform(-1, 1, (2, 3)), dtype="float64")
+    gx, gm, gv = tf.get_gradient("FusedBatchNorm").grad_func(dyb, x, mean, var)
+    for i, (arg, g) in enumerate(((x, gx), (mean, gm), (var, gv))):
+        def f(a, i=i):
+            args = [x, mean, var]
+            args[i] = tf.tensor(a, dtype="float64")
+            return float((tf.batch_norm(*args) * dyb).sum().item())
+        np.testing.assert_allclose(g.numpy(), _central(f, arg.numpy()), rtol=1e-7, atol=1e-9)
+    img = tf.tensor(rng.uniform(0.5, 1.5, (1, 2, 2, 3)), dtype="float64")
+    dyl = tf.tensor(rng.uniform(-1, 1, (1, 2, 2, 3)), dtype="float64")
+    g = tf.get_gradient("LRN").grad_func(dyl, img, depth_radius=1, bias=2.0, alpha=0.5,
+                                         beta=0.75)       # (attributes as keywords)
+    num = _central(lambda a: float((tf.local_response_normalization(
+        tf.tensor(a, dtype="float64"), 1, 2.0, 0.5, 0.75) * dyl).sum().item()), img.numpy())
+    np.testing.assert_allclose(g.numpy(), num, rtol=1e-7, atol=1e-9)
+    # and the rule is differentiable again: its gradient of dy * v (expanded) is dy * v,
+    # whose sum has the derivative dy with respect to v
+    h = tf.grad(lambda v: tf.get_gradient("ExpandDims").grad_func(
+        dy * v.expand_dims(1), v, axis=1).sum())(x)
+    np.testing.assert_allclose(h.numpy(), dy.numpy().reshape(2, 3), rtol=1e-12)
+
+
+def _central(f, a, h=1e-6):
+    a = np.array(a, dtype=np.float64)
+    g = np.zeros_like(a)
+    for i in np.ndindex(a.shape):
+        up, down = a.copy(), a.copy()
+        up[i] += h
+        down[i] -= h
+        g[i] = (f(up) - f(down)) / (2 * h)
+    return g
+
+
 # ---------------------------------------------------------------- tf.backend()
 
 def test_backend_epsilon_and_precision():

@@ -5,7 +5,7 @@ from ..tensor import Tensor
 from . import (_core, activations, binary, creation, indexing, linalg, logical,  # noqa: F401
                nn, reduce, shape, unary)
 from . import conv, image, losses, pool, scan, spatial  # noqa: F401,E402
-from ._core import NAMESPACES, OPS, PRIMITIVES, cast, export
+from ._core import COMPOSITES, NAMESPACES, OPS, PRIMITIVES, cast, export
 
 _O = OPS
 

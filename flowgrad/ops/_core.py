@@ -27,6 +27,9 @@ from ..tensor import Tensor, convert
 OPS = {}         # public name -> function: everything exported as tf.<name>
 NAMESPACES = {"losses": {}, "image": {}, "linalg": {}}   # tf.losses.<name>, ...
 PRIMITIVES = {}  # kernel name -> Primitive
+# TF.js kernel name -> the public op that flowgrad composes of several kernels for it
+# (ExpandDims is a Reshape here): tf.get_gradient answers for it by differentiating the op
+COMPOSITES = {}
 FLOATS = frozenset(dtypes.FLOATS)
 _BOOL = frozenset((dtypes.bool_,))     # (set lookups hit DType keys on identity: fast)
 f32 = dtypes.float32
@@ -134,13 +137,16 @@ def with_keyword_aliases(f, opname):
     return w
 
 
-def export(fn=None, *, method=True, name=None, alias=(), namespace=None):
+def export(fn=None, *, method=True, name=None, alias=(), namespace=None, kernel=None):
     """Register a public op: ``tf.<name>`` and (``method=True``) ``Tensor.<name>``; with
-    ``namespace="losses"`` it is ``tf.losses.<name>`` instead (and no method). Returns the
+    ``namespace="losses"`` it is ``tf.losses.<name>`` instead (and no method); ``kernel``:
+    the TF.js kernel it stands for, when flowgrad composes it (COMPOSITES). Returns the
     registered function: ``f`` itself, or ``f`` taking NumPy's keyword spellings too."""
     def deco(f):
         n = name or f.__name__.rstrip("_")
         f = with_keyword_aliases(f, f.__name__)
+        if kernel is not None:
+            COMPOSITES[kernel] = f
         if namespace is not None:
             NAMESPACES[namespace][n] = f
             return f

@@ -260,12 +260,12 @@ def ones(shape, dtype="float32"):
     return fill(shape, 1, _dtype(dtype, fn="ones()"))
 
 
-@primitive("ZerosLike")
+@primitive("ZerosLike", zero_grad=True)
 def _zeros_like(B, x):
     return B.zeros_like(x)
 
 
-@primitive("OnesLike")
+@primitive("OnesLike", zero_grad=True)
 def _ones_like(B, x):
     return B.ones_like(x)
 
@@ -473,7 +473,7 @@ def random_uniform(shape, minval=0.0, maxval=1.0, dtype="float32", seed=None):
 
 # ---------------------------------------------------------------- one-hot
 
-@primitive("OneHot")
+@primitive("OneHot", zero_grad=True)
 def _one_hot(B, indices, depth, on_value, off_value, dtype):
     eq = indices[..., None] == B.arange(depth, dtype=indices.dtype)
     f64 = B.dtypes["float64"]

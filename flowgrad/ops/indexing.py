@@ -175,7 +175,7 @@ def gather(x, indices, axis=0, batch_dims=0):
     return E.run_kernel(_gather, (x, indices), attrs)
 
 
-@export
+@export(kernel="UnsortedSegmentSum")
 def unsorted_segment_sum(x, segment_ids, num_segments):
     """Sums of the rows of x that share a segment id: out[i] = sum of x[j] where
     segment_ids[j] == i. Negative ids are dropped.

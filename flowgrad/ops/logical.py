@@ -28,7 +28,7 @@ def greater(B, a, b):
     return B.greater(a, b)
 
 
-@binary("GreaterEqual")
+@binary("GreaterEqual", zero_grad=True)
 def greater_equal(B, a, b):
     """a >= b, elementwise.
 
@@ -186,7 +186,7 @@ Tensor.where = _where_method
 
 # ---------------------------------------------------------------- tests on values
 
-@unary("IsNan", policy="any")
+@unary("IsNan", policy="any", zero_grad=True)
 def is_nan(B, x):
     """True where x is NaN.
 
@@ -198,7 +198,7 @@ def is_nan(B, x):
     return B.isnan(x)
 
 
-@unary("IsInf", policy="any")
+@unary("IsInf", policy="any", zero_grad=True)
 def is_inf(B, x):
     """True where x is +Inf or -Inf.
 
@@ -210,7 +210,7 @@ def is_inf(B, x):
     return B.isinf(x)
 
 
-@unary("IsFinite", policy="any")
+@unary("IsFinite", policy="any", zero_grad=True)
 def is_finite(B, x):
     """True where x is neither NaN nor infinite.
 
@@ -224,7 +224,7 @@ def is_finite(B, x):
 
 # ---------------------------------------------------------------- piecewise constant
 
-@unary("Sign", policy="numeric")
+@unary("Sign", policy="numeric", zero_grad=True)
 def sign(B, x):
     """-1, 0 or 1 by the sign of x (0 for NaN, as TF.js on cpu).
 
@@ -237,7 +237,7 @@ def sign(B, x):
     return B.where(B.isnan(s), 0, s) if x.dtype in B.float_dtypes else s
 
 
-@unary("Floor", policy="numeric")
+@unary("Floor", policy="numeric", zero_grad=True)
 def floor(B, x):
     """The largest integer <= x.
 
@@ -249,7 +249,7 @@ def floor(B, x):
     return B.floor(x) if x.dtype in B.float_dtypes else x
 
 
-@unary("Ceil", policy="numeric")
+@unary("Ceil", policy="numeric", zero_grad=True)
 def ceil(B, x):
     """The smallest integer >= x.
 
@@ -261,7 +261,7 @@ def ceil(B, x):
     return B.ceil(x) if x.dtype in B.float_dtypes else x
 
 
-@unary("Round", policy="numeric")
+@unary("Round", policy="numeric", zero_grad=True)
 def round(B, x):  # noqa: A001 - the TF.js name
     """The nearest integer, halves to even: round(2.5) = 2.
 
@@ -273,7 +273,7 @@ def round(B, x):  # noqa: A001 - the TF.js name
     return B.round(x) if x.dtype in B.float_dtypes else x
 
 
-@primitive("Step")
+@primitive("Step", zero_grad=True)
 def _step(B, x, alpha):
     pos = x > 0
     is_float = x.dtype in B.float_dtypes

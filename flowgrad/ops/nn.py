@@ -84,7 +84,7 @@ def _broadcasts_to(shape, target):
         return False
 
 
-@export
+@export(kernel="FusedBatchNorm")
 def batch_norm(x, mean, variance, offset=None, scale=None, variance_epsilon=0.001):
     """(x - mean) / sqrt(variance + variance_epsilon) * scale + offset, with the statistics
     broadcast against x (usually shaped [channels]: the last axis).
@@ -153,7 +153,7 @@ batch_norm2d, batch_norm3d, batch_norm4d = (_batch_norm_nd(r) for r in (2, 3, 4)
 
 # ---------------------------------------------------------------- local response norm.
 
-@export
+@export(kernel="LRN")
 def local_response_normalization(x, depth_radius=5, bias=1, alpha=1, beta=0.5):
     """x / (bias + alpha * sum of x² over a window of 2·depth_radius + 1 channels)^beta,
     the window centred on each channel of the last axis (cut at the ends). x is of rank 3

@@ -262,12 +262,12 @@ def any(x, axis=None, keep_dims=False):  # noqa: A001 - the TF.js name
 
 # ---------------------------------------------------------------- arg max / min
 
-@primitive("ArgMax")
+@primitive("ArgMax", zero_grad=True)
 def _arg_max(B, x, axis):
     return B.astype(B.argmax(x, axis=axis), B.dtypes["int32"])
 
 
-@primitive("ArgMin")
+@primitive("ArgMin", zero_grad=True)
 def _arg_min(B, x, axis):
     return B.astype(B.argmin(x, axis=axis), B.dtypes["int32"])
 

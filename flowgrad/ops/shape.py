@@ -122,7 +122,7 @@ def reshape(x, shape):
     return E.run_kernel(_reshape, (x,), {"shape": shape})
 
 
-@export
+@export(kernel="ExpandDims")
 def expand_dims(x, axis=0):
     """x with a new axis of length 1 inserted at ``axis``.
 
