@@ -362,22 +362,29 @@ def _torch_d2(xn, cube):
 # ---------------------------------------------------------------- W5: tiny steps
 
 def w5(reps, steps=10_000):
-    """10,000 tiny SGD steps, each inside tidy; memory flat."""
+    """10,000 tiny SGD steps, each inside tidy; memory flat: the update written by hand
+    (assign), and by an optimizer (minimize, whole-or-nothing: PyTorch's torch.optim.SGD
+    beside it)."""
     wn, xn, yn = np.float32(0.5), np.float32(2.0), np.float32(5.0)
     w = tf.variable(tf.scalar(0.5))
     x, y = tf.scalar(2.0), tf.scalar(5.0)
+    opt = tf.train.sgd(0.01)
 
     def step():
         w.assign(w - tf.grad(lambda v: (v * x - y).square())(w) * 0.01)
-    jstep = tf.jit(step)
 
-    def fg():
-        for _ in range(steps):
-            tf.tidy(step)
+    def loss():
+        return (w * x - y).square()
 
-    def fg_jit():
-        for _ in range(steps):
-            tf.tidy(jstep)
+    def opt_step():
+        opt.minimize(loss)
+    jstep, jopt = tf.jit(step), tf.jit(opt_step)
+
+    def loop(f):
+        def run():
+            for _ in range(steps):
+                tf.tidy(f)
+        return run
 
     def floor():
         v = np.array(wn)
@@ -386,34 +393,37 @@ def w5(reps, steps=10_000):
             v = v - np.float32(0.01) * g
         return v
     try:
-        before = tf.memory().num_tensors
-        fg()
-        assert tf.memory().num_tensors == before, "W5 leaked tensors"
-        w.assign(tf.scalar(0.5))
-        fg()
-        np.testing.assert_allclose(w.item(), floor(), rtol=1e-5)
-        w.assign(tf.scalar(0.5))
-        fg_jit()
-        np.testing.assert_allclose(w.item(), floor(), rtol=1e-5)
-        before = tf.memory().num_tensors
-        fg_jit()
-        assert tf.memory().num_tensors == before, "W5 (jit) leaked tensors"
+        runs = {"fg": loop(step), "jit": loop(jstep), "min": loop(opt_step),
+                "jmin": loop(jopt), "np": floor}
+        for k in ("fg", "jit", "min", "jmin"):
+            w.assign(tf.scalar(0.5))
+            before = tf.memory().num_tensors
+            runs[k]()
+            assert tf.memory().num_tensors == before, f"W5 ({k}) leaked tensors"
+            np.testing.assert_allclose(w.item(), floor(), rtol=1e-5)
+
         def tidy_alone():          # what every step of the workload pays before any kernel
             for _ in range(steps):
                 tf.tidy(_nothing)
-        runs = {"fg": fg, "jit": fg_jit, "np": floor, "tidy": tidy_alone}
-        torch_steps = _torch_w5(wn, xn, yn, steps)
-        if torch_steps is not None:
-            np.testing.assert_allclose(torch_steps(), floor(), rtol=1e-5)
-            runs["torch"] = torch_steps
+        runs["tidy"] = tidy_alone
+        for key, make in (("torch", _torch_w5), ("torch_opt", _torch_w5_optim)):
+            torch_steps = make(wn, xn, yn, steps)
+            if torch_steps is not None:
+                np.testing.assert_allclose(torch_steps(), floor(), rtol=1e-5)
+                runs[key] = torch_steps
         t = measure(runs, max(1, reps // 3), warmup=1)
     finally:
         w.dispose()
-    rows = [("W5 tiny SGD step in tidy", t["fg"], t["np"], 1e6 / steps, "us/step"),
-            ("W5 ..., tf.jit", t["jit"], t["np"], 1e6 / steps, "us/step"),
-            ("W5 ..., an empty tidy (no step)", t["tidy"], t["np"], 1e6 / steps, "us/step")]
+    per = (1e6 / steps, "us/step")
+    rows = [("W5 tiny SGD step in tidy", t["fg"], t["np"], *per),
+            ("W5 ..., tf.jit", t["jit"], t["np"], *per),
+            ("W5 ..., an empty tidy (no step)", t["tidy"], t["np"], *per),
+            ("W5 minimize: tiny SGD by optimizer", t["min"], t["np"], *per),
+            ("W5 minimize ..., tf.jit", t["jmin"], t["np"], *per)]
     if "torch" in t:
-        rows.append(("W5 ... [torch]", t["torch"], t["np"], 1e6 / steps, "us/step"))
+        rows.append(("W5 ... [torch]", t["torch"], t["np"], *per))
+    if "torch_opt" in t:
+        rows.append(("W5 minimize ... [torch]", t["torch_opt"], t["np"], *per))
     return rows
 
 
@@ -434,6 +444,24 @@ def _torch_w5(wn, xn, yn, steps):
             (g,) = torch.autograd.grad((w * x - y).square(), w)
             with torch.no_grad():
                 w -= 0.01 * g
+        return w.item()
+    return run
+
+
+def _torch_w5_optim(wn, xn, yn, steps):
+    """The same steps with torch.optim.SGD (zero_grad, backward, step), or None."""
+    torch = peers.torch_one_thread()
+    if torch is None:
+        return None
+    x, y = torch.tensor(xn), torch.tensor(yn)
+
+    def run():
+        w = torch.tensor(wn, requires_grad=True)
+        opt = torch.optim.SGD([w], lr=0.01)
+        for _ in range(steps):
+            opt.zero_grad()
+            (w * x - y).square().backward()
+            opt.step()
         return w.item()
     return run
 
