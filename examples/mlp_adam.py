@@ -1,5 +1,8 @@
 """A two-layer network on two spirals, trained with Adam (seed 002: "gradients in neural
-networks"). The data is generated here; the training step runs under tf.jit.
+networks"). The data is generated here; the training step runs under tf.jit, with the data
+passed as arguments: a jitted function reads its arguments afresh at every call, while the
+tensors it reads from its closure are constants of its trace (rebinding one between calls,
+to swap mini-batches, raises tf.JitError rather than train on the first batch again).
 
     python examples/mlp_adam.py            # 1000 steps, about a second
     python examples/mlp_adam.py --quick    # 200 steps
@@ -43,20 +46,23 @@ def main(quick=False):
                 h = h.tanh()
         return h                                   # logits
 
-    def loss():
-        return tf.losses.sigmoid_cross_entropy(ys, model(xs))
+    def loss(inputs, labels):
+        return tf.losses.sigmoid_cross_entropy(labels, model(inputs))
 
     def accuracy(inputs, labels):
         return float(((model(tf.tensor(inputs)).numpy() > 0) == (labels > 0.5)).mean())
 
     opt = tf.train.adam(0.02)
-    train_step = tf.jit(lambda: opt.minimize(loss, return_cost=True))  # traced once
-    first = loss().item()
+    # the batch is an argument, not a tensor the step closes over: traced once for its
+    # shapes, each call trains on the batch it is given (mini-batches of one size: call
+    # train_step(xb, yb) with each, still one trace)
+    train_step = tf.jit(lambda xb, yb: opt.minimize(lambda: loss(xb, yb), return_cost=True))
+    first = loss(xs, ys).item()
     for step in tf.train.progress(range(steps), opt, desc="two spirals"):
-        cost = train_step()
+        cost = train_step(xs, ys)         # here the whole training set: one batch
         if step % (steps // 4) == 0:
             print(f"step {step:4d}: loss {cost.item():.4f}")
-    result = {"loss_before": first, "loss_after": loss().item(),
+    result = {"loss_before": first, "loss_after": loss(xs, ys).item(),
               "train_accuracy": accuracy(x, y), "test_accuracy": accuracy(x_test, y_test)}
     print(f"loss {result['loss_before']:.4f} -> {result['loss_after']:.4f}; accuracy "
           f"{result['train_accuracy']:.1%} (train), {result['test_accuracy']:.1%} (test)")
