@@ -82,6 +82,7 @@ from .jacobians import hvp as hvp
 from .jacobians import jacobian as jacobian
 from . import jacobians as jacobians
 from .jit import jit as jit
+from . import jit_closures as jit_closures
 from .jacobians import jvp as jvp
 from .scopes import keep as keep
 from .scopes import memory as memory
@@ -1352,7 +1353,12 @@ def pool(input: TensorLike, window_shape, pooling_type, pad, dilations=None, str
     ((1, 1, 1, 1), 9.0)"""
 
 def pow(a: TensorLike, b: TensorLike) -> Tensor:
-    """a ** b, elementwise. d/db uses log(a) where a > 0 and 0 elsewhere (TF.js).
+    """a ** b, elementwise. d/db uses log(a) where a > 0 and 0 elsewhere (TF.js); d/da is 0
+    where b is 0 (a^0 is 1 everywhere; TF.js's rule gives 0 * 0^-1 = NaN at a = 0).
+
+    An exponent that is one number among 0, ±1, ±2, ±3, 4 and ±½ runs as multiplications
+    (sqrt, a reciprocal), within 2 ulp of NumPy's power and many times faster than it on
+    negative bases; so does the gradient's pow(a, b - 1).
 
     >>> import flowgrad as tf
     >>> tf.pow(tf.tensor([2, 3]), 2).print()

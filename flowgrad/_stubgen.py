@@ -141,6 +141,10 @@ def tensor_args(fn: Callable[..., Any]) -> tuple[frozenset[str], frozenset[str]]
                 continue
             name = getattr(n.func, "id", None) or getattr(n.func, "attr", None)
             takes_seq: list[int] = []
+            if name == "as_floats":         # as_floats(opname, x=x, filter=w): keywords
+                single |= {k.value.id for k in n.keywords if isinstance(k.value, ast.Name)
+                           and k.value.id in params}
+                continue
             if name in CONVERTERS:
                 takes = list(range(2 if name == "binary_args" else 1))
             else:

@@ -140,7 +140,12 @@ def as_number(v, what, opname, finite=False, minimum=None, positive=False):
                 v, (int, float, np.integer, np.floating)):
             got = describe(v) if isinstance(v, (Tensor, np.ndarray)) else repr(v)
             raise ArgumentError(f"{opname}: {what} must be a number, got {got}")
-        v = float(v)
+        try:
+            v = float(v)
+        except OverflowError:       # an int beyond a float's range (10**400)
+            raise ArgumentError(f"{opname}: {what} must be a number a float can hold (up "
+                                f"to about 1.8e308), got an integer of {len(str(v))} "
+                                f"digits") from None
     if (finite or positive or minimum is not None) and not math.isfinite(v):
         if not (v == math.inf and not finite):
             raise ArgumentError(f"{opname}: {what} must be a finite number, got {v}")
@@ -196,6 +201,8 @@ def memory_limit():
 
 
 def _human(n):
+    if n >= 1 << 100:       # (a float cannot hold every such int: 10**400 bytes)
+        return f"about 1e{len(str(n)) - 1} bytes"
     for unit in ("bytes", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"):
         if n < 1024 or unit == "EiB":
             return f"{n:.4g} {unit}" if unit != "bytes" else f"{n} bytes"

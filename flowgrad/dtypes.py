@@ -7,7 +7,7 @@ behaves like a float32 tensor (as a JS number does), so ``int32 + 1`` is float32
 """
 import numpy as np
 
-from .errors import DtypeError
+from .errors import ArgumentError, DtypeError
 
 _str_eq = str.__eq__
 
@@ -136,6 +136,38 @@ def from_numpy(npdtype):
     raise DtypeError(f"NumPy dtype {npdtype} has no flowgrad equivalent: flowgrad supports "
                      f"float32, float64, int32 and bool (strings and complex numbers are not "
                      f"supported).")
+
+
+INT32_MIN, INT32_MAX = -2 ** 31, 2 ** 31 - 1
+
+
+def check_int(v, dtype, where):
+    """Refuse a Python int that a tensor of ``dtype`` cannot hold: int32 has its range, and
+    no dtype holds an int beyond a float's (10**400). An ArgumentError naming ``where``,
+    never a value wrapped around nor an OverflowError."""
+    if dtype == int32 and not INT32_MIN <= v <= INT32_MAX:
+        raise ArgumentError(f"{where}: {_short(v)} does not fit in int32 (accepted: integers "
+                            f"from {INT32_MIN:,} to {INT32_MAX:,})")
+    if not -2 ** 63 <= v < 2 ** 63:
+        try:
+            float(v)
+        except OverflowError:
+            raise ArgumentError(f"{where}: the integer {_short(v)} is too large for a float "
+                                f"(accepted: numbers up to about 1.8e308)") from None
+
+
+def beyond_int64(v, where):
+    """The error for an int beyond int64 among a list's values (NumPy makes them objects)."""
+    try:
+        hint = f"write it as a float, e.g. {float(v):.3g}, if a float tensor is meant"
+    except OverflowError:
+        hint = "it is too large even for a float: numbers go up to about 1.8e308"
+    return ArgumentError(f"{where}: the integer {_short(v)} does not fit in int64 ({hint})")
+
+
+def _short(v):
+    s = str(v)
+    return s if len(s) <= 24 else f"{s[:12]}... ({len(s.lstrip('-'))} digits)"
 
 
 def promote(a, b, op=None):

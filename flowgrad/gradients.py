@@ -13,8 +13,9 @@ from typing import TYPE_CHECKING, Any, Callable, ContextManager, Literal, Sequen
 
 from . import dtypes
 from . import engine as E
-from .args import check_arity
-from .errors import ArgumentError, DtypeError, GradientError, UnconnectedGradientError
+from .args import check_arity, describe, flag
+from .errors import (ArgumentError, DisposedError, DtypeError, GradientError,
+                     UnconnectedGradientError)
 from .names import Result
 from .ops import OPS, PRIMITIVES
 from .tape import backprop, check_dy_shape
@@ -337,10 +338,7 @@ def variable_grads(f: Callable[[], Tensor], var_list: Sequence[Variable] | None 
         var_list = list(_VARIABLES.values())
         explicit = False
     else:
-        if not isinstance(var_list, (list, tuple)) or not all(isinstance(v, Variable)
-                                                              for v in var_list):
-            raise ArgumentError("The var_list passed in variable_grads(f, var_list) must be an "
-                                "array of variables")
+        check_var_list(var_list)
         explicit = True
     n = len(var_list)
     frozen = [v for v in var_list if not v.trainable] if explicit else []
@@ -365,6 +363,28 @@ def variable_grads(f: Callable[[], Tensor], var_list: Sequence[Variable] | None 
     for v in frozen:
         out[v.name] = None
     return Result(value=y, grads=out)  # type: ignore[return-value]  # a VariableGrads
+
+
+def check_var_list(var_list: Any, api: str = "variable_grads(f, var_list)") -> None:
+    """``var_list`` of ``variable_grads``, ``minimize`` and ``compute_gradients``: None or a
+    list or tuple of Variables; anything else is an ArgumentError naming ``api`` and what
+    it got (TF.js's words first)."""
+    if var_list is None:
+        return
+    if isinstance(var_list, (list, tuple)):
+        for i, v in enumerate(var_list):
+            if not isinstance(v, Variable):
+                got = f"var_list[{i}] is {describe(v)}"
+                break
+        else:
+            return
+    else:
+        got = f"got {describe(var_list)}"
+        if isinstance(var_list, Variable):
+            got += f" (the Variable '{var_list.name}' itself: put it in a list, [w])"
+    raise ArgumentError(f"The var_list passed in {api} must be an array of variables: a list "
+                        f"or tuple of tf.variable(...) objects, or None for every trainable "
+                        f"variable f uses; {got}")
 
 
 _NO_CONNECTION = (
@@ -423,8 +443,9 @@ class GradientTape:
 
     def __init__(self, persistent: bool = False, watch_accessed_variables: bool = True
                  ) -> None:
-        self.persistent = bool(persistent)
-        self.watch_accessed_variables = bool(watch_accessed_variables)
+        self.persistent = flag(persistent, "persistent", "GradientTape()")
+        self.watch_accessed_variables = flag(watch_accessed_variables,
+                                             "watch_accessed_variables", "GradientTape()")
         self._watched: dict[int, Tensor] = {}
         self._sess: Any = None
         self._owner = False
@@ -483,8 +504,10 @@ class GradientTape:
             raise GradientError("A non-persistent GradientTape can only be used to compute one "
                                 "set of gradients (or jacobians); pass persistent=True to "
                                 "call gradient() several times.")
-        if unconnected_gradients not in ("none", "zero"):
-            raise ArgumentError("unconnected_gradients must be 'none' or 'zero'")
+        if type(unconnected_gradients) is not str or unconnected_gradients not in ("none",
+                                                                                "zero"):
+            raise ArgumentError(f"GradientTape.gradient(): unconnected_gradients must be "
+                                f"'none' or 'zero', got {describe(unconnected_gradients)}")
         if not self._sess.alive:
             raise GradientError("This GradientTape's recording was already released.")
         flat = list(E.walk_tensors(sources))
@@ -495,6 +518,10 @@ class GradientTape:
         if not targets:
             raise ArgumentError("GradientTape.gradient(): target must be a tensor (or a list "
                                 "of tensors)")
+        for what, ts in (("target", targets), ("sources", flat)):
+            if any(t.is_disposed for t in ts):
+                raise DisposedError(f"GradientTape.gradient(target, sources): Tensor is "
+                                    f"disposed (in {what}).")
         if output_gradients is not None:
             ogs = list(output_gradients) if isinstance(output_gradients, (list, tuple)) \
                 else [output_gradients]

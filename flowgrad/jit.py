@@ -32,7 +32,7 @@ from . import fusion as _fusion
 from . import jit_closures
 from . import engine as E
 from . import seams
-from .args import as_int
+from .args import as_int, check_arity
 from .errors import ArgumentError, JitError
 from .names import Result
 from .replay_buffers import _Recycled, _plan, _ufunc_target
@@ -493,6 +493,7 @@ def jit(fn: Any = None, *, max_traces: int = MAX_TRACES, threads: int | None = N
     """
     if threads is not None:
         threads = as_int(threads, "threads", "tf.jit", 1)
+    max_traces = as_int(max_traces, "max_traces", "tf.jit", 1)
     if fn is None:
         return functools.partial(jit, max_traces=max_traces, threads=threads)
     if not callable(fn):
@@ -520,6 +521,7 @@ def jit(fn: Any = None, *, max_traces: int = MAX_TRACES, threads: int | None = N
         prog = programs.get(key)
         if prog is not None:
             return prog(arrays) if prog is not _EAGER else fn(*args)
+        check_arity(fn, len(args), "tf.jit(fn)(*args)")     # (only on a trace: cheap)
         if not _tracing.acquire(blocking=False):
             return fn(*args)           # another thread is tracing: this call runs eagerly
         try:

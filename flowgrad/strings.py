@@ -24,6 +24,8 @@ kernel that tried it.
 >>> t.dtype, t.shape, t.array_sync()
 ('string', (2, 2), [['a', 'bc'], ['def', 'g']])
 """
+import math
+
 import numpy as np
 
 from .errors import ArgumentError, DtypeError, ShapeError
@@ -223,7 +225,7 @@ def string_tensor(values, shape=None, dtype=None, where="tensor()", rank=None):
         if rank is not None and len(shape) != rank:
             raise ShapeError(f"{where} requires shape to have {rank} numbers, got "
                              f"{list(shape)}")
-        n = int(np.prod(shape, dtype=np.int64))
+        n = math.prod(shape)            # (exact: a size past int64 is simply wrong)
         if n != len(flat):
             raise ShapeError(f"Based on the provided shape, {list(shape)}, the tensor should "
                              f"have {n} values but has {len(flat)}")

@@ -203,19 +203,24 @@ class Tensor:
 
     def __len__(self):
         if not self.shape:
-            raise TypeError("len() of a scalar tensor (rank 0)")
+            raise ArgumentError("len() of a scalar tensor (rank 0): it has no length; x.size "
+                                "counts its elements")
         return self.shape[0]
 
     def __iter__(self):
         if not self.shape:
-            raise TypeError("iteration over a scalar tensor (rank 0)")
+            raise ArgumentError("iteration over a scalar tensor (rank 0): it has no entries; "
+                                "x.item() is its value")
         return iter(self.unstack())
 
     # ------------------------------------------------------------- printing
     def to_string(self, verbose: bool = False) -> str:
         """The TF.js string of the tensor (``Tensor\\n    [1, 2, 3]``)."""
+        if verbose is not False and verbose is not True and not isinstance(verbose, np.bool_):
+            raise ArgumentError(f"to_string(verbose) / print(verbose): verbose must be True or "
+                                f"False, got {type(verbose).__name__}")
         return tensor_to_string(np.asarray(E.to_host(self._array())), self.shape, self.dtype,
-                                verbose)
+                                bool(verbose))
 
     def print(self, verbose: bool = False) -> None:
         """Print the tensor as TF.js does.
@@ -265,6 +270,9 @@ class Tensor:
         >>> f"{tf.scalar(1.234):.2f}", f"{tf.tensor([1.234, 5]):.1f}"
         ('1.23', '[1.2, 5.0]')
         """
+        if not isinstance(spec, str):
+            raise ArgumentError(f"format(tensor, spec): spec must be a format string, got "
+                                f"{type(spec).__name__}")
         if not spec:
             return str(self)
         if self.dtype == "string":
@@ -438,11 +446,17 @@ def to_array(values, dtype=None, where="tensor"):
         src = values.dtype
     elif isinstance(values, np.ndarray) or isinstance(values, np.generic):
         arr = np.asarray(values)
-        src = dtypes.from_numpy(arr.dtype) if arr.dtype.kind != "U" else None
-        if src is None:
+        if arr.dtype.kind in "US":
             raise DtypeError(f"{where}: strings are not numbers (a string tensor, "
                              f"tf.tensor(['a', ...]), takes part in no numeric op).")
+        try:
+            src = dtypes.from_numpy(arr.dtype)
+        except DtypeError as e:         # object, complex, datetime... arrays: say where
+            raise DtypeError(f"{where}: a NumPy array of dtype {arr.dtype} is not a "
+                             f"TensorLike. {e}") from None
     elif isinstance(values, (bool, int, float)):
+        if type(values) is int:
+            dtypes.check_int(values, dtype, where)
         arr = np.asarray(values)
         src = dtypes.bool_ if isinstance(values, bool) else dtypes.float32
     elif isinstance(values, (list, tuple)):
@@ -455,8 +469,17 @@ def to_array(values, dtype=None, where="tensor"):
             raise DtypeError(f"{where}: complex numbers are not supported (flowgrad tensors "
                              f"are float32, float64, int32 or bool)")
         if arr.dtype.kind in "USO":
+            huge = next((v for v in arr.reshape(-1)
+                         if type(v) is int and not -2 ** 63 <= v < 2 ** 63),
+                        None) if arr.dtype.kind == "O" else None
+            if huge is not None:
+                raise dtypes.beyond_int64(huge, where)
             raise DtypeError(f"{where}: values must be numbers or booleans, got "
                              f"{arr.dtype.kind == 'O' and 'mixed objects' or 'strings'}.")
+        if dtype == dtypes.int32 and arr.dtype.kind in "iu" and arr.size and (
+                arr.min() < dtypes.INT32_MIN or arr.max() > dtypes.INT32_MAX):
+            dtypes.check_int(int(arr.min() if arr.min() < dtypes.INT32_MIN else arr.max()),
+                             dtype, where)
         src = dtypes.bool_ if arr.dtype.kind == "b" else (
             dtypes.from_numpy(arr.dtype) if arr.dtype == np.float64 and _has_float64(values)
             else dtypes.float32)

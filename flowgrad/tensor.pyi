@@ -150,7 +150,12 @@ class Tensor:
     def __or__(self, other: TensorLike) -> Tensor: ...
     def __pos__(self) -> Tensor: ...
     def __pow__(self, b: TensorLike) -> Tensor:
-        """a ** b, elementwise. d/db uses log(a) where a > 0 and 0 elsewhere (TF.js).
+        """a ** b, elementwise. d/db uses log(a) where a > 0 and 0 elsewhere (TF.js); d/da is 0
+        where b is 0 (a^0 is 1 everywhere; TF.js's rule gives 0 * 0^-1 = NaN at a = 0).
+
+        An exponent that is one number among 0, ±1, ±2, ±3, 4 and ±½ runs as multiplications
+        (sqrt, a reciprocal), within 2 ulp of NumPy's power and many times faster than it on
+        negative bases; so does the gradient's pow(a, b - 1).
 
         >>> import flowgrad as tf
         >>> tf.pow(tf.tensor([2, 3]), 2).print()
@@ -1004,7 +1009,12 @@ class Tensor:
         >>> y.shape, y.item()
         ((1, 1, 1, 1), 9.0)"""
     def pow(self, b: TensorLike) -> Tensor:
-        """a ** b, elementwise. d/db uses log(a) where a > 0 and 0 elsewhere (TF.js).
+        """a ** b, elementwise. d/db uses log(a) where a > 0 and 0 elsewhere (TF.js); d/da is 0
+        where b is 0 (a^0 is 1 everywhere; TF.js's rule gives 0 * 0^-1 = NaN at a = 0).
+
+        An exponent that is one number among 0, ±1, ±2, ±3, 4 and ±½ runs as multiplications
+        (sqrt, a reciprocal), within 2 ulp of NumPy's power and many times faster than it on
+        negative bases; so does the gradient's pow(a, b - 1).
 
         >>> import flowgrad as tf
         >>> tf.pow(tf.tensor([2, 3]), 2).print()

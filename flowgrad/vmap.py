@@ -17,6 +17,7 @@ import numpy as np
 
 from . import batching as BT
 from . import engine as E
+from .args import check_arity
 from .batching import BatchedTensor, Phys, VmapError, levels_of
 from .names import Result
 from .tensor import Tensor, convert
@@ -156,6 +157,7 @@ def vmap(f: Callable[..., Any], in_axes: Any = 0, out_axes: Any = 0) -> Callable
 
     @functools.wraps(f)
     def batched(*args):
+        check_arity(f, len(args), "tf.vmap(f)(*args)")
         spec = in_axes if isinstance(in_axes, (list, tuple)) else (in_axes,) * len(args)
         if isinstance(in_axes, (list, tuple)) and len(in_axes) != len(args):
             raise VmapError(f"tf.vmap: in_axes has {len(in_axes)} entries for "

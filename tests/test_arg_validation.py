@@ -358,3 +358,90 @@ def test_a_disposed_1d_tensor_through_flatten_and_meshgrid():
         tf.flatten(t)
     with raises(DisposedError, "Tensor is disposed."):
         tf.meshgrid(t)
+
+
+# ---------------------------------------------------------------- var_list (issue 27)
+def _objects(*items):
+    a = np.empty(len(items), dtype=object)
+    a[:] = list(items)
+    return a
+
+
+@pytest.fixture
+def trained():
+    """A variable, an SGD optimizer and a loss of it; disposed afterwards."""
+    w = tf.variable(tf.tensor([1.0, 2.0]), name="w_var_list")
+    opt = tf.train.sgd(0.1)
+    yield w, opt, lambda: w.square().sum()
+    opt.dispose()
+    w.dispose()
+
+
+VAR_LISTS = {"int": (3, "got 3 (int)"), "nan": (NAN, "got nan (float)"),
+             "function": (len, "(builtin_function_or_method)"),
+             "object": (object(), "(object)"),
+             "scalar tensor": (tf.scalar(1.0), "got a float32 tensor of shape []"),
+             "object array": (None, "got a NumPy array of shape [2]"),
+             "str": ("w", "got 'w'")}
+
+
+@pytest.mark.parametrize("bad", VAR_LISTS)
+def test_minimize_refuses_a_var_list_that_is_not_a_list_of_variables(trained, bad):
+    w, opt, f = trained
+    value, got = VAR_LISTS[bad]
+    value = _objects(w, w) if bad == "object array" else value
+    with raises(ArgumentError, "The var_list passed in SGDOptimizer.minimize(f, var_list) must "
+                "be an array of variables: a list or tuple of tf.variable(...) objects, or "
+                "None for every trainable variable f uses; ", got):
+        opt.minimize(f, var_list=value)
+    assert opt.iterations == 0
+    np.testing.assert_allclose(w.numpy(), [1.0, 2.0], rtol=1e-6)
+
+
+@pytest.mark.parametrize("api, call", [
+    ("variable_grads(f, var_list)", lambda opt, f, v: tf.variable_grads(f, v)),
+    ("SGDOptimizer.compute_gradients(f, var_list)",
+     lambda opt, f, v: opt.compute_gradients(f, v)),
+    ("DistributedOptimizer.minimize(f, var_list)",
+     lambda opt, f, v: tf.distributed.DistributedOptimizer(opt).minimize(f, var_list=v)),
+], ids=["variable_grads", "compute_gradients", "distributed"])
+def test_every_function_taking_var_list_checks_it_alike(trained, api, call):
+    w, opt, f = trained
+    for value, got in [(3, "got 3 (int)"), (tf.scalar(1.0), "a float32 tensor of shape []"),
+                       ([w, tf.scalar(1.0)], "var_list[1] is a float32 tensor of shape []"),
+                       (w, "the Variable 'w_var_list' itself: put it in a list, [w]")]:
+        with raises(ArgumentError, f"The var_list passed in {api} must be an array of "
+                    f"variables", got):
+            call(opt, f, value)
+    value, grads = tf.variable_grads(f, (w,))              # a tuple is a list of variables
+    np.testing.assert_allclose(grads[w].numpy(), [2.0, 4.0], rtol=1e-6)
+    assert value.item() == pytest.approx(5.0, rel=1e-6)
+
+
+# ---------------------------------------------------------------- ints no dtype holds
+def test_one_hot_refuses_indices_beyond_int32_instead_of_overflowing():
+    with raises(ArgumentError, "Argument 'indices' passed to 'one_hot': "
+                "1180591620717411303424 does not fit in int32 (accepted: integers from "
+                "-2,147,483,648 to 2,147,483,647)"):
+        tf.one_hot(2 ** 70, 3)
+    with raises(ArgumentError, "one_hot': 1099511627776 does not fit in int32"):
+        tf.one_hot(2 ** 40, 3)                # (it wrapped around to index 0 before)
+    with raises(ArgumentError, "one_hot': 1099511627776 does not fit in int32"):
+        tf.one_hot([1, 2 ** 40], 3)
+    with raises(ArgumentError, "one_hot': the integer 1180591620717411303424 does not fit in "
+                "int64 (write it as a float, e.g. 1.18e+21, if a float tensor is meant)"):
+        tf.one_hot([2 ** 70], 3)
+    assert tf.one_hot(tf.tensor([2], dtype="int32"), 3).array_sync() == [[0, 0, 1]]
+
+
+def test_huge_python_ints_become_floats_or_say_why_not():
+    assert tf.tensor(2 ** 70).item() == pytest.approx(2.0 ** 70, rel=1e-6)   # float32
+    with raises(ArgumentError, "tensor(): the integer 100000000000... (401 digits) is too "
+                "large for a float (accepted: numbers up to about 1.8e308)"):
+        tf.tensor(10 ** 400)
+    with raises(ArgumentError, "tensor(): 1180591620717411303424 does not fit in int32"):
+        tf.tensor(2 ** 70, dtype="int32")
+    with raises(ArgumentError, "fill(): value must be a number a float can hold"):
+        tf.fill([2], 10 ** 400)
+    with raises(ArgumentError, "Adam: learning_rate must be a number or a schedule"):
+        tf.train.adam(10 ** 400)

@@ -122,7 +122,10 @@ def set_backend(name):
     if not isinstance(name, str):
         raise ArgumentError(f"set_backend(name): name must be a string, got "
                             f"{type(name).__name__}")
-    ns = namespace(name)
+    try:
+        ns = namespace(name)
+    except BackendError as e:
+        raise BackendError(f"set_backend(name): {e}") from None
     previous = active().name
     _active = ns
     for fn in _listeners:

@@ -72,7 +72,7 @@ def set_memory_policy(policy):
     'system'
     """
     global _policy, state
-    if policy not in POLICIES:
+    if type(policy) is not str or policy not in POLICIES:
         raise ArgumentError(f"set_memory_policy(policy): policy must be one of {POLICIES}, "
                             f"got {policy!r} — 'pool' reuses flowgrad's own freed big "
                             f"arrays, 'reuse' keeps all freed memory (glibc), 'system' "

@@ -17,7 +17,8 @@ import numpy as np
 
 from .. import engine as E
 from .. import tape
-from ..errors import DisposedError, FlowgradError
+from ..args import check_arity
+from ..errors import ArgumentError, DisposedError, FlowgradError
 from ..ops import OPS
 from ..tensor import Tensor, Variable, _VARIABLES, convert
 from . import sites
@@ -43,6 +44,9 @@ class Explanation:
         self.inputs, self.notes = inputs, list(notes)
 
     def __getitem__(self, i):
+        if not isinstance(i, (int, np.integer, slice)) or isinstance(i, bool):
+            raise ArgumentError(f"Explanation[i]: i must be the index of an input (an int), "
+                                f"got {type(i).__name__}")
         return self.inputs[i]
 
     def __str__(self):
@@ -70,6 +74,11 @@ def explain_gradient(f, *args):
         raise FlowgradError("explain_gradient(f, *args): f must be a function")
     if args:
         xs = [convert(a, f"args[{i}]", "explain_gradient") for i, a in enumerate(args)]
+        for i, x in enumerate(xs):
+            if x.is_disposed:
+                raise DisposedError(f"explain_gradient(f, *args): args[{i}]: Tensor is "
+                                    f"disposed.")
+        check_arity(f, len(xs), "explain_gradient(f, *args)")
         labels = ["x"] if len(xs) == 1 else [f"args[{i}]" for i in range(len(xs))]
     else:
         xs = list(_VARIABLES.values())
@@ -188,7 +197,7 @@ def _explain(y, xs, labels, sess, reads=()):
             result.append(InputExplanation(label, "flows", pre + ["f returns it unchanged"],
                                            1.0))
             continue
-        if g is not None and float(np.abs(g.numpy()).max()) > 0:
+        if g is not None and float(np.abs(g.numpy()).max(initial=0)) > 0:
             result.append(InputExplanation(label, "flows", pre, float(
                 np.sqrt((g.numpy().astype(np.float64) ** 2).sum()))))
             continue

@@ -4,10 +4,12 @@ the report and the notebook displays."""
 import html
 import importlib
 import math
+import os
 
 import numpy as np
 
-from ..errors import MissingDependencyError
+from ..args import describe
+from ..errors import ArgumentError, MissingDependencyError
 
 
 def require(module, extra, what):
@@ -22,6 +24,23 @@ def require(module, extra, what):
         raise MissingDependencyError(
             f"{what} need{'s' if not what.endswith('s') else ''} {module.split('.')[0]}: "
             f"pip install 'flowgrad[{extra}]'") from None
+
+
+def check_path(path, what, api, folder=False):
+    """A path argument as a string (str or os.PathLike, not empty): a ``folder``'s may not
+    be an existing file, a file's may not be an existing folder."""
+    try:
+        s = os.fspath(path)
+    except TypeError:
+        s = None
+    kind = "folder" if folder else "file"
+    if not isinstance(s, str) or not s:
+        raise ArgumentError(f"{api}: {what} must be a {kind} path (a non-empty string or a "
+                            f"pathlib.Path), got {describe(path)}")
+    if os.path.isfile(s) if folder else os.path.isdir(s):
+        raise ArgumentError(f"{api}: {what} {s!r} is a {'file' if folder else 'folder'}; "
+                            f"give a {kind} path")
+    return s
 
 
 def hist_edges(hist):

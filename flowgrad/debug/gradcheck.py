@@ -11,6 +11,7 @@ import numpy as np
 
 from .. import engine as E
 from .. import tape
+from ..args import as_int, as_number, check_arity, describe, flag
 from ..errors import ArgumentError, FlowgradError, GradientError
 from ..jacobians import jacobian, jvp, vjp
 from ..ops import OPS
@@ -154,11 +155,17 @@ class GradCheckReport:
 def _as_arrays(args):
     """float64 copies of the float arguments (int and bool ones are passed as they are)."""
     arrays = []
-    for a in (list(args) if isinstance(args, (list, tuple)) else [args]):
+    for i, a in enumerate(list(args) if isinstance(args, (list, tuple)) else [args]):
         if isinstance(a, Tensor):
             arr = np.array(E.to_host(a._array()))
         else:
-            arr = np.array(a, dtype=None if isinstance(a, np.ndarray) else np.float64)
+            try:
+                arr = np.array(a, dtype=None if isinstance(a, np.ndarray) else np.float64)
+            except (TypeError, ValueError, OverflowError):
+                arr = np.array(None)
+            if arr.dtype.kind not in "fiub":
+                raise ArgumentError(f"check_grads(f, args): args[{i}] must be a tensor, a "
+                                    f"number or a nested list of numbers, got {describe(a)}")
         arrays.append(arr.astype(np.float64) if arr.dtype.kind == "f" else arr)
     return arrays
 
@@ -228,6 +235,9 @@ def _numeric_jacobian(fun, arrays, i, eps):
 
 # ---------------------------------------------------------------- the check
 
+MAX_ORDER = 10      # check_grads' highest derivative order
+
+
 def check_grads(f, args, order=1, modes=("rev",), eps=None, rtol=None, atol=None,
                 raise_on_fail=True, max_elements=4096, projections=4, seed=0):
     """Check f's derivatives (to ``order``, in each of ``modes`` 'rev'/'fwd') against central
@@ -240,17 +250,35 @@ def check_grads(f, args, order=1, modes=("rev",), eps=None, rtol=None, atol=None
     """
     if not callable(f):
         raise ArgumentError("check_grads(f, args): f must be a function")
-    if not set(modes) <= {"rev", "fwd"} or not modes:
+    if not isinstance(modes, (list, tuple)) or not modes or not all(
+            type(m) is str and m in ("rev", "fwd") for m in modes):
         raise ArgumentError(f"check_grads: modes must be a subset of ('rev', 'fwd'), got "
-                            f"{modes!r}")
-    if int(order) != order or order < 1:
-        raise ArgumentError(f"check_grads: order must be a positive integer, got {order!r}")
-    rtol = 1e-5 if rtol is None else rtol
-    atol = 1e-6 if atol is None else atol
+                            f"{describe(modes)}")
+    try:
+        k = as_int(order, "order", "check_grads")
+    except ArgumentError:
+        k = 0
+    if not 1 <= k <= MAX_ORDER:     # (each order costs about twice the one before)
+        raise ArgumentError(f"check_grads: order must be a positive integer (up to "
+                            f"{MAX_ORDER}), got {describe(order)}")
+    order = k
+    eps = None if eps is None else as_number(eps, "eps", "check_grads", finite=True,
+                                             positive=True)
+    rtol = 1e-5 if rtol is None else as_number(rtol, "rtol", "check_grads", finite=True,
+                                               minimum=0)
+    atol = 1e-6 if atol is None else as_number(atol, "atol", "check_grads", finite=True,
+                                               minimum=0)
+    raise_on_fail = flag(raise_on_fail, "raise_on_fail", "check_grads")
+    max_elements = as_int(max_elements, "max_elements", "check_grads", 0)
+    projections = as_int(projections, "projections", "check_grads", 1)
+    if seed is not None:
+        seed = as_int(seed, "seed", "check_grads", 0)
     arrays = _as_arrays(args)
+    check_arity(f, len(arrays), "check_grads(f, args)")
     diff = [i for i, a in enumerate(arrays) if a.dtype == np.float64]
     if not diff:
-        raise ArgumentError("check_grads: no float input to differentiate")
+        raise ArgumentError("check_grads(f, args): no float input to differentiate: args "
+                            "must hold at least one float tensor or number")
     rng = np.random.default_rng(seed)
     report = GradCheckReport()
     fun = _one_output(f)
@@ -525,4 +553,8 @@ def check_custom_grad(op, *inputs, order=1, **kw):
     >>> tf.debug.check_custom_grad(double, tf.tensor([1.0, 2.0])).passed
     True
     """
+    if not callable(op):
+        raise ArgumentError(f"check_custom_grad(op, *inputs): op must be a function (a "
+                            f"tf.custom_grad op), got {describe(op)}")
+    check_arity(op, len(inputs), "check_custom_grad(op, *inputs)")
     return check_grads(lambda *xs: op(*xs), list(inputs), order=order, **kw)

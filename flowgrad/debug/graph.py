@@ -19,6 +19,7 @@ import numpy as np
 from .. import dtypes
 from .. import engine as E
 from .. import tape
+from ..args import flag
 from ..errors import ArgumentError, GraphvizError
 from ..gradients import _arity, _call
 from ..ops import OPS
@@ -136,6 +137,10 @@ class Graph:
 
     def node(self, label):
         """The first node whose label (op name, argument or variable name) is ``label``."""
+        if not isinstance(label, str):
+            raise ArgumentError(f"Graph.node(label): label must be a node's label (a string: "
+                                f"{', '.join(n.label for n in self.nodes)}), got "
+                                f"{type(label).__name__}")
         for n in self.nodes:
             if n.label == label:
                 return n
@@ -172,7 +177,7 @@ class Graph:
             out.append(f"  {n.id} [{_dot_attrs(*parts)}];")
         for a, b, label in self.edges:
             out.append(f"  {a} -> {b}" + (f" [label={_dot_str(label)}];" if label else ";"))
-        if legend:
+        if flag(legend, "legend", "Graph.to_dot()"):
             out += ["  subgraph cluster_legend {", '    label="legend"; fontsize=10; '
                     'color="#cccccc"; fontname="Helvetica";']
             keys = [("input", "argument of f"), ("variable", "variable"), ("op", "op"),

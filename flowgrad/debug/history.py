@@ -55,9 +55,9 @@ class History:
         >>> History([0], [1.0], [2.0], {"a": {"grad_norm": [2.0]}}).matrix().shape
         (1, 1)
         """
-        if metric not in METRICS:
-            raise ArgumentError(f"unknown metric '{metric}'; the metrics are "
-                                f"{', '.join(METRICS)}")
+        if type(metric) is not str or metric not in METRICS:
+            raise ArgumentError(f"History.matrix(metric): unknown metric {metric!r}; the "
+                                f"metrics are {', '.join(METRICS)}")
         if not self.variables:
             return np.zeros((0, len(self.steps)))
         return np.stack([m[metric] for m in self.variables.values()])

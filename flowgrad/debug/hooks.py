@@ -10,7 +10,7 @@ import weakref
 
 from ..forks import renew_after_fork
 from .. import tape
-from ..errors import ArgumentError
+from ..errors import ArgumentError, DisposedError
 from ..tensor import Tensor
 from . import sites
 
@@ -121,6 +121,9 @@ def on_gradient(variable, fn):
     if not isinstance(variable, Tensor):
         raise ArgumentError(f"on_gradient() takes a Variable (or a tensor), got "
                             f"{type(variable).__name__}")
+    if variable.is_disposed:
+        raise DisposedError("on_gradient(variable, fn): Tensor is disposed (the variable "
+                            "was disposed: its gradient is never computed again)")
     _check_fn(fn)
     return _source_hook(variable, _Hook(fn))
 

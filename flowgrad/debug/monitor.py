@@ -10,10 +10,12 @@ non-finite gradients with the step they started. ``m.summary()`` is a console ta
 page with all of it. An optimizer without a monitor pays only an ``is None`` check.
 """
 import math
+import numbers
 
 import numpy as np
 
 from .. import engine as E
+from ..args import as_int, describe, flag
 from ..errors import ArgumentError
 from ..names import Result, camel_to_snake
 from ..tensor import Tensor, Variable, _VARIABLES
@@ -81,7 +83,7 @@ class GradientMonitor:
                         ("depth_ratio", depth_ratio), ("loss_fraction", loss_fraction),
                         ("update_limit", update_limit), ("growth_limit", growth_limit)):
             if v is not None and (isinstance(v, bool) or not isinstance(v, (int, float))
-                                  or not float(v) > 0):
+                                  or not _positive(v)):
                 raise ArgumentError(f"GradientMonitor: {name} must be a positive number or "
                                     f"None (no such criterion), got {v!r}")
         for name, v, low in (("baseline_steps", baseline_steps, 1), ("patience", patience, 1),
@@ -98,7 +100,7 @@ class GradientMonitor:
         self._judge = Judge(self.criteria)
         self.baseline_steps = baseline_steps
         self.patience = patience
-        self.track_updates = bool(track_updates)
+        self.track_updates = flag(track_updates, "track_updates", "GradientMonitor")
         self.bins = bins
         self.hist_every = hist_every
         self.optimizer = None
@@ -150,7 +152,16 @@ class GradientMonitor:
             lookup = {(k.name if isinstance(k, Variable) else k): v for k, v in
                       variables.items()}
         elif variables is not None:
-            lookup = {v.name: v for v in variables}
+            try:
+                vs = None if isinstance(variables, (str, Tensor, np.ndarray)) else list(
+                    variables)
+            except TypeError:           # not iterable
+                vs = None
+            if vs is None or not all(isinstance(v, Variable) for v in vs):
+                raise ArgumentError(f"GradientMonitor.record(): variables must be a list of "
+                                    f"Variables or a mapping of name to Variable, got "
+                                    f"{describe(variables)}")
+            lookup = {v.name: v for v in vs}
         else:
             lookup = _VARIABLES
         pairs = []
@@ -158,7 +169,7 @@ class GradientMonitor:
             name = key.name if isinstance(key, Variable) else str(key)
             var = key if isinstance(key, Variable) else lookup.get(name)
             pairs.append((name, var, g))
-        self._observe(pairs, loss, step)
+        self._observe(pairs, _loss_arg(loss, "record"), _step_arg(step, "record"))
         return self
 
     def record_examples(self, loss_fn, inputs, step=None, var_list=None, top_k=5):
@@ -176,6 +187,8 @@ class GradientMonitor:
         >>> w.dispose()
         """
         from .per_example import PerExample, per_example_grad_norms, worst_examples
+        step = _step_arg(step, "record_examples")
+        top_k = as_int(top_k, "top_k", "GradientMonitor.record_examples()", 0)
         if step is None:
             step = self._steps[-1] if self._steps else 0
         norms = np.asarray(per_example_grad_norms(loss_fn, inputs, var_list).numpy(),
@@ -209,7 +222,9 @@ class GradientMonitor:
         if every is not None and (not isinstance(every, int) or every < 1):
             raise ArgumentError(f"GradientMonitor.watch_examples: every must be an integer "
                                 f">= 1 or None, got {every!r}")
-        self._examples = (loss_fn, batch, var_list, every, bool(on_flag), top_k,
+        top_k = as_int(top_k, "top_k", "GradientMonitor.watch_examples()", 0)
+        on_flag = flag(on_flag, "on_flag", "GradientMonitor.watch_examples()")
+        self._examples = (loss_fn, batch, var_list, every, on_flag, top_k,
                           sum(f.count for f in self._judge.flags.values()))
         return self
 
@@ -240,7 +255,12 @@ class GradientMonitor:
     # the optimizer's observer protocol (Optimizer._apply)
     def on_apply(self, opt, pairs, loss):
         """Called by the optimizer before an update, with (variable, gradient) pairs."""
-        self._observe([(v.name, v, g) for v, g in pairs], loss, None)
+        if not isinstance(pairs, (list, tuple)) or not all(
+                isinstance(p, (list, tuple)) and len(p) == 2 and isinstance(p[0], Variable)
+                for p in pairs):
+            raise ArgumentError(f"GradientMonitor.on_apply(opt, pairs, loss): pairs must be a "
+                                f"list of (variable, gradient) pairs, got {describe(pairs)}")
+        self._observe([(v.name, v, g) for v, g in pairs], _loss_arg(loss, "on_apply"), None)
 
     def on_applied(self, opt, pairs):
         """Called by the optimizer after the update: measures the update ratios."""
@@ -306,6 +326,10 @@ class GradientMonitor:
             raise ArgumentError("GradientMonitor.histogram(): no step recorded yet"
                                 if not self._steps else "this monitor keeps no histograms "
                                 "(bins=0): create it with bins=30")
+        step = as_int(step, "step", "GradientMonitor.histogram()")
+        if name is not None and not isinstance(name, str):
+            raise ArgumentError(f"GradientMonitor.histogram(): name must be a variable's name "
+                                f"(a string) or None for all, got {describe(name)}")
         i = step + len(self._steps) if step < 0 else step
         if not 0 <= i < len(self._steps):
             raise ArgumentError(f"GradientMonitor.histogram(): step index {step} is out of "
@@ -550,6 +574,29 @@ def monitor(optimizer, **options):
     return GradientMonitor(**options).attach(optimizer)
 
 
+def _positive(v):
+    try:
+        return float(v) > 0
+    except OverflowError:       # an int no float holds (10**400)
+        return False
+
+
+def _step_arg(step, api):
+    """A step number given to record() or record_examples(): an int, or None."""
+    return None if step is None else as_int(step, "step", f"GradientMonitor.{api}()")
+
+
+def _loss_arg(loss, api):
+    """The loss given to record() or on_apply(): None, a tensor, or a real number."""
+    if loss is None or isinstance(loss, Tensor):
+        return loss
+    if isinstance(loss, (bool, np.bool_)) or not isinstance(loss, numbers.Real) and not (
+            isinstance(loss, np.ndarray) and loss.dtype.kind in "fiu"):
+        raise ArgumentError(f"GradientMonitor.{api}(): loss must be a number or a tensor (the "
+                            f"step's loss), or None, got {describe(loss)}")
+    return loss
+
+
 def _norm(a):
     if not a.size:
         return 0.0
@@ -563,6 +610,12 @@ def _loss_value(loss):
     if isinstance(loss, Tensor):
         if loss.is_disposed:
             return math.nan
-        a = np.asarray(E.to_host(loss._array()))
-        return float(a.reshape(-1)[0]) if a.size == 1 else float(a.mean())
-    return float(loss)
+        loss = np.asarray(E.to_host(loss._array()))
+    if isinstance(loss, np.ndarray):
+        if not loss.size:
+            return math.nan
+        return float(loss.reshape(-1)[0]) if loss.size == 1 else float(loss.mean())
+    try:
+        return float(loss)
+    except OverflowError:       # an int no float holds: an infinite loss
+        return math.inf

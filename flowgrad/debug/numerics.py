@@ -15,7 +15,8 @@ import numpy as np
 
 from .. import engine as E
 from .. import tape
-from ..errors import FlowgradError
+from ..args import describe, flag
+from ..errors import ArgumentError, FlowgradError
 from . import sites
 
 _FLOAT_KINDS = "f"
@@ -120,9 +121,9 @@ class check_numerics:
     """
 
     def __init__(self, mode="raise", forward=True, backward=True):
-        if mode not in ("raise", "warn"):
-            raise ValueError("check_numerics: mode must be 'raise' or 'warn'")
-        self.mode, self.forward, self.backward = mode, forward, backward
+        self.mode = _mode(mode, "check_numerics")
+        self.forward = flag(forward, "forward", "check_numerics")
+        self.backward = flag(backward, "backward", "check_numerics")
         self.findings = []
         self._pending = {}        # id(tensor) -> (weakref, finding): created while recording
         self._masked = {}         # id(node) -> finding: a NaN that a where() did not select
@@ -254,10 +255,17 @@ def enable_debug_mode(mode="raise"):
     """Check numerics everywhere until ``disable_debug_mode()`` (also set by the environment
     variable ``FLOWGRAD_DEBUG=1``, or ``=warn``)."""
     global _global
+    _mode(mode, "enable_debug_mode")
     if _global is None:
         _global = check_numerics(mode)
         _global.__enter__()
     return _global
+
+
+def _mode(mode, api):
+    if type(mode) is str and mode in ("raise", "warn"):
+        return mode
+    raise ArgumentError(f"{api}: mode must be 'raise' or 'warn', got {describe(mode)}")
 
 
 def disable_debug_mode():

@@ -11,6 +11,7 @@ from typing import Callable, Sequence
 
 import numpy as np
 
+from ..args import as_int, check_arity, describe
 from ..errors import ArgumentError
 from ..tensor import Tensor, Variable
 
@@ -44,6 +45,17 @@ def per_example_grad_norms(loss_fn: Callable[..., Tensor], inputs,
     if not isinstance(inputs, (list, tuple)) or not inputs:
         raise ArgumentError("per_example_grad_norms(loss_fn, inputs): inputs must be a tuple "
                             "of batched tensors (one per argument of loss_fn)")
+    for i, x in enumerate(inputs):
+        try:
+            rank = x.rank if isinstance(x, Tensor) else np.ndim(x) if isinstance(
+                x, (np.ndarray, list, tuple)) else 0
+        except ValueError:          # a ragged list
+            rank = 0
+        if rank == 0:
+            raise ArgumentError(f"per_example_grad_norms(loss_fn, inputs): inputs[{i}] must be "
+                                f"a batch (a tensor whose axis 0 runs over the examples), got "
+                                f"{describe(x)}")
+    check_arity(loss_fn, len(inputs), "per_example_grad_norms(loss_fn, inputs)")
 
     def norm(*example):
         grads = variable_grads(lambda: loss_fn(*example), var_list).grads
@@ -59,10 +71,17 @@ def worst_examples(norms, k: int = 5) -> list[int]:
     >>> worst_examples(np.array([1.0, float("nan"), 5.0, 2.0]), 2)
     [1, 2]
     """
-    a = np.asarray(norms.numpy() if isinstance(norms, Tensor) else norms, dtype=np.float64)
+    k = as_int(k, "k", "worst_examples(norms, k)")
+    try:
+        a = np.asarray(norms.numpy() if isinstance(norms, Tensor) else norms,
+                       dtype=np.float64).reshape(-1)
+    except (TypeError, ValueError, OverflowError):
+        raise ArgumentError(f"worst_examples(norms, k): norms must be the per-example norms "
+                            f"(a tensor, array or list of numbers), got {describe(norms)}"
+                            ) from None
     key = np.where(np.isfinite(a), a, np.inf)
     order = np.argsort(-key, kind="stable")
-    return [int(i) for i in order[:max(0, int(k))]]
+    return [int(i) for i in order[:max(0, k)]]
 
 
 class PerExample:

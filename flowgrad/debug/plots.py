@@ -16,6 +16,7 @@ from pathlib import Path
 import numpy as np
 
 from ..distributed.runtime import is_root
+from ..args import as_int, check_count, describe, flag
 from ..errors import ArgumentError
 from .extras import output_path, require
 
@@ -45,7 +46,9 @@ def plot_loss(monitor, path=None, log=None):
     >>> fig.axes[0].get_lines()[0].get_ydata().round(2).tolist()
     [4.0, 2.0, 1.33]
     """
-    h = _history(monitor, "plot_loss")
+    h = _history(monitor, "plot_loss", path)
+    if log is not None:
+        log = flag(log, "log", "plot_loss()")
     fig, ax = _figure((7, 3.6))
     loss = h.loss
     ok = ~np.isnan(loss)
@@ -79,8 +82,9 @@ def plot_grad_norms(monitor, path=None, variables=None, global_norm=True):
     >>> {l.get_label(): l.get_ydata().round(4).tolist() for l in fig.axes[0].get_lines()[:2]}
     {'a': [1.0, 0.1, 0.01], 'b': [2.0, 2.0, 2.0]}
     """
-    h = _history(monitor, "plot_grad_norms")
-    names = _names(h, variables)
+    h = _history(monitor, "plot_grad_norms", path)
+    names = _names(h, variables, "plot_grad_norms")
+    global_norm = flag(global_norm, "global_norm", "plot_grad_norms()")
     fig, ax = _figure((7.5, 4.2))
     plotted = False
     for i, n in enumerate(names):
@@ -127,7 +131,7 @@ def plot_grad_flow(monitor, path=None):
     >>> tf.debug.plot_grad_flow(m).axes[0].images[0].get_array().round(4).tolist()
     [[2.0], [-1.0]]
     """
-    h = _history(monitor, "plot_grad_flow")
+    h = _history(monitor, "plot_grad_flow", path)
     names = h.names
     mat = h.matrix("grad_norm")
     with np.errstate(all="ignore"):
@@ -161,12 +165,12 @@ def plot_histograms(monitor, path=None, step=-1, variables=None):
     >>> counts.tolist(), edges.tolist()
     ([1.0, 2.0], [0.0, 0.5, 1.0])
     """
-    h = _history(monitor, "plot_histograms")
     if isinstance(path, int) and not isinstance(path, bool):
         raise ArgumentError(f"plot_histograms(monitor, path=None, step=-1): path comes first, "
                             f"as in every plot function; got {path!r}: pass step={path}")
+    h = _history(monitor, "plot_histograms", path)
     hists = monitor.histogram(step)
-    names = [n for n in _names(h, variables) if n in hists]
+    names = [n for n in _names(h, variables, "plot_histograms") if n in hists]
     if not names:
         raise ArgumentError("plot_histograms(): no variable has a finite gradient at that step")
     step_no = int(h.steps[step])
@@ -202,10 +206,14 @@ def plot_example_norms(monitor, path=None, step=None, bins=30):
     ['#2']
     >>> w.dispose()
     """
+    _history(monitor, "plot_example_norms", path)
+    bins = as_int(bins, "bins", "plot_example_norms()", 1)
+    check_count(bins + 1, "float64", "plot_example_norms()", "the bin edges")
     if not getattr(monitor, "per_example", None):
         raise ArgumentError("plot_example_norms(): no per-example norms recorded: call "
                             "monitor.record_examples(...) or watch_examples(...)")
-    step = max(monitor.per_example) if step is None else step
+    step = max(monitor.per_example) if step is None else as_int(step, "step",
+                                                                 "plot_example_norms()")
     if step not in monitor.per_example:
         raise ArgumentError(f"plot_example_norms(): no per-example norms at step {step} "
                             f"(recorded: {sorted(monitor.per_example)})")
@@ -238,24 +246,38 @@ def plot_example_norms(monitor, path=None, step=None, bins=30):
 
 # ---------------------------------------------------------------- helpers
 
-def _history(monitor, where):
+def _history(monitor, where, path):
+    """The monitor's history, after checking the monitor and the path (before drawing)."""
     if not (hasattr(monitor, "history") and hasattr(monitor, "criteria")):    # a monitor
         raise ArgumentError(f"{where}() takes a tf.debug.GradientMonitor, got "
                             f"{type(monitor).__name__}")
+    if path is not None:
+        try:
+            suffix = Path(path).suffix.lower()
+        except TypeError:
+            raise ArgumentError(f"{where}(monitor, path): path must be a file name (a string "
+                                f"or a pathlib.Path) or None, got {describe(path)}") from None
+        if suffix not in FORMATS:
+            raise ArgumentError(f"{where}(monitor, path): cannot save a plot as '{path}': the "
+                                f"suffix picks the format, one of {', '.join(FORMATS)}")
     require("matplotlib", "viz", "plots")
     return monitor.history
 
 
-def _names(h, variables):
+def _names(h, variables, where):
     if variables is None:
         return h.names
     if isinstance(variables, str):
         variables = [variables]
+    if not isinstance(variables, (list, tuple)):
+        raise ArgumentError(f"{where}(variables=...): variables must be a list of variables "
+                            f"or names, got {describe(variables)}")
     names = [v.name if hasattr(v, "name") else str(v) for v in variables]
     missing = [n for n in names if n not in h]
     if missing:
-        raise ArgumentError(f"no gradient of {', '.join(map(repr, missing))} was recorded "
-                            f"(recorded: {', '.join(h.names) or 'none'})")
+        raise ArgumentError(f"{where}(variables=...): no gradient of "
+                            f"{', '.join(map(repr, missing))} was recorded (recorded: "
+                            f"{', '.join(h.names) or 'none'})")
     return names
 
 

@@ -12,6 +12,7 @@ import time as _time
 
 from ..forks import renew_after_fork
 from .. import engine as E
+from ..args import check_arity
 from ..errors import ArgumentError
 from ..names import Result
 from . import leaks, sites
@@ -141,6 +142,7 @@ def _check(f, api):
     if not callable(f):
         raise ArgumentError(f"{api}(f): f must be a function (called with no arguments), "
                             f"got {type(f).__name__}")
+    check_arity(f, 0, f"{api}(f)")
 
 
 _ASYNC = ("profile(f): f is async (returns a coroutine), but flowgrad runs f synchronously: "

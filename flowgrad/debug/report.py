@@ -16,7 +16,8 @@ import numpy as np
 from ..distributed.runtime import is_root
 from ..errors import ArgumentError, MissingDependencyError
 from .gradcheck import GradCheckError, GradCheckReport
-from .extras import count as _count, e as _e, is_nan as _nan, num as _num, output_path
+from .extras import check_path, count as _count, e as _e, is_nan as _nan, num as _num
+from .extras import output_path
 from .monitor import GradientMonitor
 
 _CSS = """
@@ -56,6 +57,10 @@ def report(monitor=None, path="report.html", checks=None, title="flowgrad gradie
     if monitor is not None and not isinstance(monitor, GradientMonitor):
         raise ArgumentError(f"report(monitor, path): monitor must be a "
                             f"tf.debug.GradientMonitor or None, got {type(monitor).__name__}")
+    path = check_path(path, "path", "report(monitor, path)")
+    if not isinstance(title, str):
+        raise ArgumentError(f"report(title=...): title must be a string, got "
+                            f"{type(title).__name__}")
     named = _checks(checks)
     if monitor is None and not named:
         raise ArgumentError("report(): give a GradientMonitor, check_grads reports (checks=), "

@@ -3,11 +3,15 @@
 import math
 
 from ..distributed.runtime import is_root
-from .extras import hist_edges, require
+from ..args import flag
+from .extras import check_path, hist_edges, require
 
 
 def write_tensorboard(m, logdir, live=False):
     """What ``GradientMonitor.to_tensorboard`` does (see there); returns the logdir."""
+    logdir = check_path(logdir, "logdir", "GradientMonitor.to_tensorboard(logdir)",
+                        folder=True)
+    live = flag(live, "live", "GradientMonitor.to_tensorboard()")
     tbx = require("tensorboardX", "tensorboard", "TensorBoard logs")
     if not is_root():          # one set of event files per run, not one per rank
         return str(logdir)

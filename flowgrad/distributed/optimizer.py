@@ -12,6 +12,7 @@ import numpy as np
 from .. import dtypes
 from .. import engine as E
 from ..errors import ArgumentError, ShapeError
+from ..gradients import check_var_list
 from ..names import camel_to_snake
 from ..tensor import convert, registered_variables
 from ..train import update
@@ -72,6 +73,7 @@ class DistributedOptimizer:
         averaged loss if ``return_cost`` (the same value on every rank)."""
         opt = self.optimizer
         opt._check_alive()
+        check_var_list(var_list, "DistributedOptimizer.minimize(f, var_list)")
         for v in var_list or ():
             if getattr(v, "_disposed", False):
                 raise update.disposed(opt, v)

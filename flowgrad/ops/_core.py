@@ -313,7 +313,7 @@ def binary_args(a, b, opname):
             if dt not in FLOATS:
                 no_strings(a, opname, "a")
                 dt = f32
-            return (a if a.dtype is dt or a.dtype == dt else cast(a, dt)), scalar_of(b, dt)
+            return (a if a.dtype is dt or a.dtype == dt else cast(a, dt)), scalar_of(b, dt, opname)
         b = convert(b, "b", opname, _dtype_for(b, met_float(a)))
         da, db = a.dtype, b.dtype
     elif tb:
@@ -322,7 +322,7 @@ def binary_args(a, b, opname):
             if dt not in FLOATS:
                 no_strings(b, opname, "b")
                 dt = f32
-            return scalar_of(a, dt), (b if b.dtype is dt or b.dtype == dt else cast(b, dt))
+            return scalar_of(a, dt, opname), (b if b.dtype is dt or b.dtype == dt else cast(b, dt))
         a = convert(a, "a", opname, _dtype_for(a, met_float(b)))
         da, db = a.dtype, b.dtype
     else:
@@ -340,12 +340,14 @@ def binary_args(a, b, opname):
 _CONSTANTS = {}
 
 
-def scalar_of(v, dtype):
+def scalar_of(v, dtype, opname="op"):
     """The constant tensor of a Python number in ``dtype``. Cached: ops with literals
     (``x * 2``, ``where(m, dy, 0)``) would otherwise build one tensor per call."""
     key = (v, dtype)
     t = _CONSTANTS.get(key)
     if t is None:
+        if type(v) is int:
+            dtypes.check_int(v, dtype, f"{opname}()")      # (10**400: no float holds it)
         if len(_CONSTANTS) >= 4096:
             _CONSTANTS.clear()
         t = _CONSTANTS[key] = E.constant_tensor(

@@ -18,6 +18,7 @@ functions transpose channels-first data.
 import itertools
 import math
 from collections import namedtuple
+from fractions import Fraction
 
 import numpy as np
 
@@ -39,15 +40,23 @@ FORMATS = {1: ("NWC", "NCW"), 2: ("NHWC", "NCHW"), 3: ("NDHWC", "NCDHW")}
 
 # ---------------------------------------------------------------- geometry
 
-def ntuple(v, n, what, op):
-    """An int, or a list of ``n`` ints, each >= 1 (strides, dilations, filter sizes)."""
+def ntuple(v, n, what, op, at_most=None):
+    """An int, or a list of ``n`` ints, each >= 1 (strides, dilations, filter sizes) and
+    at most ``at_most``."""
     if isinstance(v, (list, tuple, np.ndarray, Tensor)):
         t = as_ints(v, what, op, 1)
         if len(t) != n:
             raise ArgumentError(f"Error in {op}: {what} must be an int or a list of {n} ints, "
                                 f"got {list(t)}")
-        return t
-    return (as_int(v, what, op, 1),) * n
+    else:
+        t = (as_int(v, what, op, 1),) * n
+    if at_most is not None and max(t) > at_most:
+        raise ArgumentError(f"Error in {op}: {what} must be at most {at_most:,} (an int32), "
+                            f"got {max(t)}")
+    return t
+
+
+MAX_STRIDE = 2 ** 31 - 1      # TF.js's strides are int32 (a larger one: one window anyway)
 
 
 def check_strides_dilations(op, s, d, strides, dilations, names=("strides", "dilations")):
@@ -73,7 +82,12 @@ def _round(v, mode):
         return math.floor(v)
     if mode == "ceil":
         return math.ceil(v)
-    return math.floor(v + 0.5)         # JS Math.round: halves go up
+    return math.floor(v + (0.5 if isinstance(v, float) else Fraction(1, 2)))  # JS Math.round
+
+
+def _ratio(num, den):
+    """num / den, exact when a float cannot hold num (a pad of 10**400)."""
+    return num / den if -2 ** 53 < num < 2 ** 53 else Fraction(num, den)
 
 
 def check_rounding(op, pad, mode):
@@ -132,11 +146,11 @@ def geometry(op, xs, k, s, d, pad, mode=None, last=True):
         if p < 0:
             raise ArgumentError(f"Error in {op}: pad must be non-negative, got {p}")
         before = (p,) * n
-        out = tuple(_round((xs[i] - eff[i] + 2 * p) / s[i] + 1, mode) for i in range(n))
+        out = tuple(_round(_ratio(xs[i] - eff[i] + 2 * p, s[i]) + 1, mode) for i in range(n))
     elif isinstance(pad, (list, tuple)):
         pairs = _explicit(op, pad, n, last)
         before = tuple(p[0] for p in pairs)
-        out = tuple(_round((xs[i] - eff[i] + sum(pairs[i])) / s[i] + 1, mode)
+        out = tuple(_round(_ratio(xs[i] - eff[i] + sum(pairs[i]), s[i]) + 1, mode)
                     for i in range(n))
     else:
         raise ArgumentError(f"Unknown padding parameter: {pad!r} (Error in {op}: pad must be "
@@ -414,7 +428,7 @@ def _convolve(op, n, fam, x, filter, strides, pad, data_format, dilations, mode,
         raise ShapeError(f"Error in {op}: depth of input ({cin}) must match input depth for "
                          f"filter {w.shape[n]} (input shape {list(x.shape)}, filter shape "
                          f"{list(w.shape)}, data format {data_format}).")
-    s = ntuple(strides, n, names[0], op)
+    s = ntuple(strides, n, names[0], op, MAX_STRIDE)
     d = ntuple(dilations, n, names[1], op)
     check_strides_dilations(op, s, d, strides, dilations, names)
     if not last:
@@ -559,7 +573,7 @@ def _transposed(op, n, fam, x, filter, output_shape, strides, pad, mode):
         raise ShapeError(f"Error in {op}: depth of input ({x.shape[-1]}) must match input "
                          f"depth for filter {w.shape[n + 1]} (x shape {list(x.shape)}; the "
                          f"filter {list(w.shape)} is [..., outDepth, inDepth]).")
-    s = ntuple(strides, n, "strides", op)
+    s = ntuple(strides, n, "strides", op, MAX_STRIDE)
     g = geometry(op, shape[1:1 + n], w.shape[:n], s, (1,) * n, pad, mode)
     if g.out != x.shape[1:1 + n] or shape[0] != x.shape[0]:
         raise ShapeError(f"Error in {op}: output_shape {list(shape)} does not fit x of shape "

@@ -213,6 +213,8 @@ def fill(shape, value, dtype=None):
     """
     if not isinstance(value, (bool, int, float, np.bool_, np.integer, np.floating)):
         raise DtypeError(f"fill(): value must be a number or a bool, got {value!r}")
+    if type(value) is int and not -2 ** 63 <= value < 2 ** 63:
+        as_number(value, "value", "fill()")        # refuses an int no float holds (10**400)
     default = dtypes.bool_ if isinstance(value, (bool, np.bool_)) else dtypes.float32
     dt = _dtype(dtype, default, "fill()")
     shape = _shape(shape, "fill()")

@@ -465,7 +465,8 @@ def _index_key(key, shape):
         elif isinstance(k, (int, np.integer)) and not isinstance(k, bool):
             n = shape[axis]
             if not -n <= k < n:
-                raise ShapeError(f"index {k} is out of bounds for axis {axis} with size {n}")
+                raise ShapeError(f"x[key]: index {k} is out of bounds for axis {axis} with "
+                                 f"size {n}")
             out.append(int(k) % n)
         else:
             raise ArgumentError(f"Tensors are indexed with ints, slices, None and '...'; got "

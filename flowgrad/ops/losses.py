@@ -9,8 +9,8 @@ where TF.js's custom gradient gives (labels - softmax)·dy).
 import enum
 
 from .. import dtypes
-from ..errors import ArgumentError, ShapeError
-from ._core import as_float, as_floats, as_number, cast, export, norm_axis
+from ..errors import ArgumentError, DisposedError, ShapeError
+from ._core import as_float, as_number, cast, export, met_float, norm_axis
 from .activations import relu, softplus
 from .binary import minimum, squared_difference
 from .logical import not_equal, where
@@ -60,7 +60,8 @@ def _common(a, b):
 
 def _pair(a, b, fn, camel, names):
     """labels and predictions as float tensors of one dtype and the same shape."""
-    a, b = _common(*as_floats(fn, **{names[0]: a, names[1]: b}))
+    like = met_float(a, b)
+    a, b = _common(as_float(a, fn, names[0], like), as_float(b, fn, names[1], like))
     if a.shape != b.shape:
         raise ShapeError(f"Error in {camel}: Shapes {list(a.shape)} and {list(b.shape)} must "
                          f"match: '{names[0]}' and '{names[1]}' need the same shape.")
@@ -99,6 +100,9 @@ def _weighted(losses, weights, reduction, fn):
     red = _reduction(reduction, fn)
     if weights is None:
         if red == Reduction.NONE:
+            if losses.is_disposed:      # (returned as they are: no kernel checks them)
+                raise DisposedError(f"{fn}: Tensor is disposed: the losses were disposed "
+                                    f"(by dispose() or by the tidy() that created them)")
             return losses
         if red != Reduction.SUM and losses.size == 0:
             raise ShapeError(f"{fn}: the losses are empty (shape {list(losses.shape)}): their "

@@ -263,7 +263,7 @@ def basic_lstm_cell(forget_bias, lstm_kernel, lstm_bias, data, c, h):
             raise ShapeError(f"{fn}: {k} must be rank 2, got shape {list(t.shape)}")
     units = kernel.shape[1] // 4
     if kernel.shape[1] % 4 or kernel.shape[0] != data.shape[1] + h.shape[1] or \
-            h.shape[1] != units or c.shape != h.shape:
+            h.shape[1] != units or c.shape != h.shape or data.shape[0] != h.shape[0]:
         raise ShapeError(f"{fn}: shapes do not fit: lstm_kernel {list(kernel.shape)} must be "
                          f"[inputs + units, 4 * units] for data {list(data.shape)} = [batch, "
                          f"inputs] and c {list(c.shape)}, h {list(h.shape)} = [batch, units]")

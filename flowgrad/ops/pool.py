@@ -20,8 +20,8 @@ from .. import engine as E
 from ..args import choice, describe
 from ..errors import ArgumentError, ShapeError
 from ._core import as_float, as_numeric, cast, export, met_float, primitive
-from .conv import (FORMATS, channels_last, check_rounding, check_strides_dilations, geometry,
-                   ntuple, pad_input, to_first, to_last, window_slices)
+from .conv import (FORMATS, MAX_STRIDE, channels_last, check_rounding, check_strides_dilations,
+                   geometry, ntuple, pad_input, to_first, to_last, window_slices)
 from .shape import reshape
 
 
@@ -160,7 +160,7 @@ def _pool(op, kind, n, x, filter_size, strides, pad, mode, data_format, dilation
     last = channels_last(op, data_format, n)
     check_rounding(op, pad, mode)
     k = ntuple(filter_size, n, "filter_size", op)
-    s = ntuple(strides, n, "strides", op)
+    s = ntuple(strides, n, "strides", op, MAX_STRIDE)
     d = ntuple(dilations, n, "dilations", op)
     check_strides_dilations(op, s, d, strides, dilations)
     if not last:
@@ -433,7 +433,7 @@ def dilation2d(x, filter, strides, pad, dilations=1, data_format="NHWC"):  # noq
                          f"{list(filter.shape)}, input shape {list(x.shape)}.")
     if not (isinstance(pad, str) and pad in ("same", "valid")):
         raise ArgumentError(f"Error in {op}: pad must be 'same' or 'valid', got {pad!r}")
-    s = ntuple(strides, 2, "strides", op)
+    s = ntuple(strides, 2, "strides", op, MAX_STRIDE)
     d = ntuple(dilations, 2, "dilations", op)
     g = geometry(op, x.shape[1:3], filter.shape[:2], s, d, pad)
     y = E.run_kernel(DILATION, (x, filter), {"geo": g})

@@ -448,6 +448,9 @@ def meshgrid(x=None, y=None, indexing="xy"):
     choice(indexing, "indexing", "meshgrid", ("xy", "ij"), (
         f"{indexing} is not a valid third argument to meshgrid (use 'xy' or 'ij')"))
     if x is None:
+        if y is not None:
+            raise ArgumentError("meshgrid(x, y): y is given without x (x=None gives [], and "
+                                "would drop y)")
         return []
     like = met_float(x, y)               # (a list beside a float64 vector: float64 too)
     x = _grid_input(x, "x", like)

@@ -173,7 +173,10 @@ def _as_nd(rank):
             return reshape(self, (self.size,))
         if len(shape) != rank:
             raise ShapeError(f"as{rank}d() takes {rank} sizes, got {len(shape)}")
-        return reshape(self, shape)
+        try:
+            return reshape(self, shape)
+        except ShapeError as e:         # (reshape's words, under the method's name)
+            raise ShapeError(f"as{rank}d(*shape): {e}") from None
     method.__name__ = f"as{rank}d"
     method.__doc__ = f"x reshaped to rank {rank} (TF.js ``as{rank}D``)."
     return method

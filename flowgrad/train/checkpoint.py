@@ -28,7 +28,7 @@ import numpy as np
 
 from .. import dtypes
 from .. import engine as E
-from ..args import as_int, describe
+from ..args import as_int, describe, flag
 from ..errors import ArgumentError, CheckpointError
 from ..tensor import Variable
 from . import checkpoint_file as CF
@@ -240,7 +240,7 @@ class Checkpoint:
         restored checkpoint's); returns its path. Under tf.distributed only rank 0 writes,
         and every rank returns once the file is whole."""
         n = self.save_counter + 1
-        path = f"{os.fspath(prefix)}-{n}{SUFFIX}"
+        path = f"{_path(prefix, 'prefix', 'Checkpoint.save')}-{n}{SUFFIX}"
         self.save_counter = n
         try:
             self.write(path)
@@ -251,7 +251,7 @@ class Checkpoint:
 
     def write(self, path: _Path) -> str:
         """Write the checkpoint to exactly ``path`` (atomically); returns it."""
-        path = os.fspath(path)
+        path = _path(path, "path", "Checkpoint.write")
         tensors, manifest = _state(self)
         rank, _ = _distributed()
         if rank == 0:
@@ -259,7 +259,8 @@ class Checkpoint:
             try:
                 CF.write(path, tensors, manifest_json)
             except OSError as e:
-                raise CheckpointError(f"{path}: cannot be written ({e})") from None
+                raise CheckpointError(f"Checkpoint.write: {path}: cannot be written ({e})"
+                                      ) from None
         _barrier()
         return path
 
@@ -270,8 +271,10 @@ class Checkpoint:
         hyper-parameters back (a learning-rate schedule is code: the one the program built
         stays, driven by the restored step count). ``partial=True`` ignores objects of the
         file that this Checkpoint does not name (e.g. an optimizer, to load weights only)."""
+        path = _path(path, "path", "Checkpoint.restore")
+        partial = flag(partial, "partial", "Checkpoint.restore")
         tensors, manifest = _read(path)
-        E.tidy(lambda: _restore(self, os.fspath(path), tensors, manifest, partial))
+        E.tidy(lambda: _restore(self, path, tensors, manifest, partial))
 
     def __repr__(self):
         lay = self._layout
@@ -407,11 +410,23 @@ def _commit(var_swaps, plans, hyper, rng, rng_state, ckpt, counter):
 _NUMBERED = re.compile(r"^(?P<name>.+)-(?P<n>\d+)" + re.escape(SUFFIX) + "$")
 
 
+def _path(p, what, api):
+    """A path argument as a string (str or os.PathLike; bytes paths are not taken)."""
+    try:
+        s = os.fspath(p)
+    except TypeError:
+        s = None
+    if not isinstance(s, str) or not s:
+        raise ArgumentError(f"{api}: {what} must be a path (a non-empty string or a "
+                            f"pathlib.Path), got {describe(p)}")
+    return s
+
+
 def _numbered(directory, name=None):
     """[(number, path)] of the numbered checkpoint files in ``directory``, oldest first."""
     try:
         names = os.listdir(directory)
-    except FileNotFoundError:
+    except (FileNotFoundError, NotADirectoryError):
         return []
     out = []
     for f in names:
@@ -431,7 +446,11 @@ def latest_checkpoint(directory: _Path, checkpoint_name: str | None = None
     >>> tf.train.latest_checkpoint(tempfile.mkdtemp()) is None
     True
     """
-    found = _numbered(os.fspath(directory), checkpoint_name)
+    directory = _path(directory, "directory", "latest_checkpoint")
+    if checkpoint_name is not None and not isinstance(checkpoint_name, str):
+        raise ArgumentError(f"latest_checkpoint: checkpoint_name must be a file name (a "
+                            f"string) or None, got {describe(checkpoint_name)}")
+    found = _numbered(directory, checkpoint_name)
     return found[-1][1] if found else None
 
 
@@ -467,7 +486,7 @@ class CheckpointManager:
         if init_fn is not None and not callable(init_fn):
             raise ArgumentError("CheckpointManager: init_fn must be a function")
         self.checkpoint = checkpoint
-        self.directory = os.fspath(directory)
+        self.directory = _path(directory, "directory", "CheckpointManager")
         self.max_to_keep = max_to_keep
         self.checkpoint_name = checkpoint_name
         self.init_fn = init_fn
@@ -490,6 +509,9 @@ class CheckpointManager:
             n = max([k for k, _ in found] + [self.checkpoint.save_counter]) + 1
         else:
             n = as_int(checkpoint_number, "checkpoint_number", "CheckpointManager.save", 0)
+            if n >= 2 ** 63:        # (its file name must stay a file name)
+                raise ArgumentError(f"CheckpointManager.save: checkpoint_number must be below "
+                                    f"2**63, got an integer of {len(str(n))} digits")
         base = f"{self.checkpoint_name}-{n}{SUFFIX}"
         path = os.path.join(self.directory, base)
         before = self.checkpoint.save_counter

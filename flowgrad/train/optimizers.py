@@ -10,14 +10,16 @@ nothing (update.py): an error or Ctrl-C in ``minimize`` changes no variable, slo
 """
 from __future__ import annotations
 
+import inspect
 import math
 import numbers
+from collections import abc
 from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
 
 from .. import engine as E
 from ..args import as_int, as_number, describe, flag
 from ..errors import ArgumentError, FlowgradError
-from ..gradients import variable_grads
+from ..gradients import check_var_list, variable_grads
 from ..names import Result, camel_attribute, camel_to_snake
 from ..ops import OPS
 from ..tensor import _VARIABLES
@@ -114,6 +116,8 @@ class Optimizer:
         >>> w.dispose(); opt.dispose()
         """
         self._check_alive()
+        return_cost = _option(return_cost, "return_cost", self)
+        check_var_list(var_list, f"{self.class_name}Optimizer.minimize(f, var_list)")
         for v in var_list or ():
             if getattr(v, "_disposed", False):
                 raise update.disposed(self, v)
@@ -139,6 +143,7 @@ class Optimizer:
                           var_list: Sequence[Variable] | None = None) -> VariableGrads:
         """``variable_grads(f, var_list)``: ``(value, grads)`` with grads keyed by name."""
         self._check_alive()
+        check_var_list(var_list, f"{self.class_name}Optimizer.compute_gradients(f, var_list)")
         return variable_grads(f, var_list)
 
     def apply_gradients(self, grads: Any, skip_nonfinite: bool = False) -> bool:
@@ -221,8 +226,21 @@ class Optimizer:
 
     @classmethod
     def from_config(cls, config: Mapping[str, Any]) -> Self:
-        """A new optimizer of this class from ``get_config()``'s result."""
-        return cls(**dict(config))
+        """A new optimizer of this class from ``get_config()``'s result (TF.js's camelCase
+        keys too)."""
+        api = f"{cls.__name__}.from_config(config)"
+        if not isinstance(config, abc.Mapping):
+            raise ArgumentError(f"{api}: config must be a mapping of hyper-parameter names to "
+                                f"values (what get_config() returns), got {describe(config)}")
+        kwargs = {camel_to_snake(k) if isinstance(k, str) else k: v
+                  for k, v in config.items()}
+        known = [p.name for p in inspect.signature(cls).parameters.values()
+                 if p.kind is not p.VAR_KEYWORD] + list(_CLIP)
+        unknown = [k for k in kwargs if k not in known]
+        if unknown:
+            raise ArgumentError(f"{api}: unknown hyper-parameter(s) {unknown!r}; "
+                                f"{cls.__name__} takes {', '.join(dict.fromkeys(known))}")
+        return cls(**kwargs)
 
     def dispose(self) -> None:
         """Free the optimizer's slot variables (a variable's are also freed at the first
@@ -283,9 +301,13 @@ def _check_lr(lr, name):
     if callable(lr):
         return lr
     # (numbers.Real: NumPy's scalars too, np.float32(0.1) as well as 0.1)
-    if isinstance(lr, bool) or not isinstance(lr, numbers.Real) or math.isnan(lr):
+    try:
+        ok = not isinstance(lr, bool) and isinstance(lr, numbers.Real) and not math.isnan(lr)
+    except OverflowError:       # an int no float holds (10**400)
+        ok = False
+    if not ok:
         raise ArgumentError(f"{name}: learning_rate must be a number or a schedule (a "
-                            f"callable of the step), got {lr!r}")
+                            f"callable of the step), got {describe(lr)}")
     return float(lr)
 
 
@@ -298,6 +320,9 @@ def _eps(epsilon, opt):
 def _hyper(v, what, opt):
     """A hyperparameter of optimizer ``opt``: a finite number (a one-element tensor too)."""
     return as_number(v, what, f"{opt.class_name}Optimizer", finite=True)
+
+
+_CLIP = ("clip_value", "clip_norm", "global_clip_norm")   # every optimizer's **clip
 
 
 def _option(v, what, opt):

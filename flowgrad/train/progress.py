@@ -20,6 +20,7 @@ import numpy as np
 
 from .. import engine as E
 from ..distributed.runtime import is_root
+from ..args import as_int, describe, flag
 from ..errors import ArgumentError
 from ..tensor import Tensor
 
@@ -57,14 +58,37 @@ class Progress:
         if optimizer is not None and not hasattr(optimizer, "monitor"):
             raise ArgumentError(f"progress(iterable, optimizer): optimizer must be a "
                                 f"tf.train optimizer, got {type(optimizer).__name__}")
+        try:
+            iter(iterable)
+        except TypeError:
+            raise ArgumentError(f"progress(iterable): iterable must be something to loop "
+                                f"over (range(n), a list, a data loader...), got "
+                                f"{describe(iterable)}") from None
+        if monitor is not None and not hasattr(monitor, "last_global_norm"):
+            raise ArgumentError(f"progress(monitor=...): monitor must be a "
+                                f"tf.debug.GradientMonitor, got {describe(monitor)}")
+        if file is not None and not callable(getattr(file, "write", None)):
+            raise ArgumentError(f"progress(file=...): file must be a stream to write the bar "
+                                f"to (sys.stderr, ...), got {describe(file)}")
+        if desc is not None and not isinstance(desc, str):
+            raise ArgumentError(f"progress(desc=...): desc must be a string, got "
+                                f"{describe(desc)}")
         self.iterable = iterable
         self.optimizer = optimizer
         self.monitor = monitor
         self.file = sys.stderr if file is None else file
-        self.enabled = is_root() and (_enabled(self.file) if enable is None else bool(enable))
+        if enable is not None:
+            enable = flag(enable, "enable", "progress()")
+        self.enabled = is_root() and (_enabled(self.file) if enable is None else enable)
         self.desc = desc
-        self.total = total if total is not None else (
-            len(iterable) if hasattr(iterable, "__len__") else None)
+        if total is not None:
+            total = as_int(total, "total", "progress()", 0)
+        else:
+            try:
+                total = len(iterable)
+            except TypeError:           # no length (a generator, a scalar tensor...)
+                total = None
+        self.total = total
         self.options = options
         self.bar = None
 

@@ -32,6 +32,13 @@ def _rate(v, what, fn):
     return as_number(v, what, f"{fn}()", finite=True)
 
 
+def _step(step, schedule):
+    """The step a schedule is called with: a finite number (the optimizer's iterations)."""
+    if type(step) is int and -2 ** 53 <= step <= 2 ** 53:
+        return step
+    return as_number(step, "step", f"{type(schedule).__name__}(step)", finite=True)
+
+
 class ExponentialDecay(Schedule):
     def __init__(self, initial_learning_rate: float, decay_steps: int, decay_rate: float,
                  staircase: bool = False) -> None:
@@ -42,10 +49,14 @@ class ExponentialDecay(Schedule):
         self.staircase = flag(staircase, "staircase", f"{fn}()")
 
     def __call__(self, step: int) -> float:
+        step = _step(step, self)
         p = step / self.decay_steps
         if self.staircase:
             p = math.floor(p)
-        return self.initial_learning_rate * self.decay_rate ** p
+        try:
+            return self.initial_learning_rate * self.decay_rate ** p
+        except OverflowError:       # (a step far below 0 with a rate under 1...)
+            return self.initial_learning_rate * math.inf
 
 
 class CosineDecay(Schedule):
@@ -57,6 +68,7 @@ class CosineDecay(Schedule):
         self.alpha = _rate(alpha, "alpha", fn)
 
     def __call__(self, step: int) -> float:
+        step = _step(step, self)
         p = min(step, self.decay_steps) / self.decay_steps
         cosine = 0.5 * (1 + math.cos(math.pi * p))
         return self.initial_learning_rate * ((1 - self.alpha) * cosine + self.alpha)
@@ -78,6 +90,7 @@ class PiecewiseConstant(Schedule):
             raise ArgumentError("piecewise_constant(): boundaries must be increasing")
 
     def __call__(self, step: int) -> float:
+        step = _step(step, self)
         for b, v in zip(self.boundaries, self.values):
             if step <= b:
                 return v
@@ -93,6 +106,7 @@ class Warmup(Schedule):
                                            "warmup")
 
     def __call__(self, step: int) -> float:
+        step = _step(step, self)
         target = self.schedule(0) if callable(self.schedule) else float(self.schedule)
         if step < self.warmup_steps:
             frac = step / self.warmup_steps
