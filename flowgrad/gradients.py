@@ -142,6 +142,7 @@ def _gradients(run_f, xs, dy, api, shape_prefix, allow_unconnected, names):
     level = E.recording_level()
     try:
         sess, owner = E.begin_recording()
+        sess.watch(xs)
         try:
             y = run_f()
         finally:
@@ -398,6 +399,7 @@ def _variable_pass(f, train):
     level = E.recording_level()
     try:
         sess, owner = E.begin_recording()
+        sess.watch(variables=True)
         try:
             y = _fit(f, (), "variable_grads(f)")
         finally:
@@ -459,6 +461,7 @@ class GradientTape:
         level = self._level = E.recording_level()
         try:
             self._sess, self._owner = E.begin_recording()
+            self._sess.watch(self._watched.values(), self.watch_accessed_variables)
         except BaseException:       # (an interrupt): the gate as it was
             E.unwind_recording(level)
             raise
@@ -480,6 +483,8 @@ class GradientTape:
         """Differentiate with respect to ``tensor`` (or every tensor of a list)."""
         for t in E.walk_tensors(tensor):
             self._watched[id(t)] = t
+            if self._active:
+                self._sess.watch((t,))
 
     def watched_variables(self) -> list[Variable]:
         """The variables explicitly watched."""

@@ -42,6 +42,9 @@ def _check(f, api):
 
 def _run(f, xs, api):
     check_arity(f, len(xs), api)
+    sess = E.current_session()
+    if sess is not None:
+        sess.watch(xs)                      # its sources (is_recorded)
     y = f(*xs)
     if not isinstance(y, Tensor):
         raise GradientError(f"{api}: f must return a tensor, got {type(y).__name__}")

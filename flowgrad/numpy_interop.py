@@ -23,8 +23,8 @@ import numpy as np
 
 from . import dtypes
 from . import engine as E
-from .errors import ArgumentError, GradientError
-from .ops._core import OPS
+from .errors import ArgumentError, GradientError, ShapeError
+from .ops._core import OPS, binary_args
 from .tensor import Tensor
 
 _LN2, _LN10 = math.log(2.0), math.log(10.0)
@@ -65,12 +65,6 @@ UFUNCS = {
 # ufunc.reduce -> the reduction op (np.add.reduce(t, axis=0) is tf.sum(t, 0))
 REDUCES = {np.add: "sum", np.multiply: "prod", np.maximum: "max", np.minimum: "min",
            np.logical_and: "all", np.logical_or: "any"}
-
-
-def _matmul(a, b):
-    a = OPS["tensor"](a) if not isinstance(a, Tensor) else a
-    b = OPS["tensor"](b) if not isinstance(b, Tensor) else b
-    return OPS["mat_mul"](a, b) if a.rank >= 2 and b.rank >= 2 else OPS["dot"](a, b)
 
 
 def _np_name(func):
@@ -288,12 +282,6 @@ def _transpose(a, axes=None):
     return OPS["transpose"](a, None if axes is None else list(axes))
 
 
-@implements(np.dot)
-def _dot(a, b, out=None):
-    _refuse("np.dot", out=(out, None))
-    return _matmul(a, b)
-
-
 @implements(np.clip)
 def _clip(a, a_min=np._NoValue, a_max=np._NoValue, out=None, *, min=np._NoValue,
           max=np._NoValue, **kw):
@@ -337,12 +325,6 @@ def _flip(m, axis=None):
     return OPS["reverse"](m, axis)
 
 
-@implements(np.outer)
-def _outer(a, b, out=None):
-    _refuse("np.outer", out=(out, None))
-    return OPS["outer_product"](_flat(a), _flat(b))
-
-
 @implements(np.einsum)
 def _einsum(subscripts, *operands, out=None, optimize=False, **kw):
     _refuse("np.einsum", out=(out, None), **{k: (v, None) for k, v in kw.items()})
@@ -378,6 +360,128 @@ def _norm(x, ord=None, axis=None, keepdims=False):
                                  else list(axis), keepdims)
 
 
+# ---------------------------------------------------------------- products
+# np.dot, np.matmul, np.inner, np.vdot, np.outer, np.tensordot with NumPy's semantics (shapes
+# and values), written with transpose / reshape / mat_mul: differentiable to any order.
+
+def _contract(a, b, axes_a, axes_b, fname):
+    """Sum over a's ``axes_a`` paired with b's ``axes_b``; the result's axes are a's other
+    axes, then b's (np.tensordot). One mat_mul of a (rows, k) by a (k, cols) matrix."""
+    for i, j in zip(axes_a, axes_b):
+        if a.shape[i] != b.shape[j]:
+            raise ShapeError(f"{fname}: shapes {a.shape} and {b.shape} not aligned: "
+                             f"{a.shape[i]} (dim {i}) != {b.shape[j]} (dim {j}).")
+    free_a = [i for i in range(a.rank) if i not in axes_a]
+    free_b = [j for j in range(b.rank) if j not in axes_b]
+    k = math.prod(a.shape[i] for i in axes_a)
+    a2 = _matrix(a, free_a + list(axes_a), math.prod(a.shape[i] for i in free_a), k)
+    b2 = _matrix(b, list(axes_b) + free_b, k, math.prod(b.shape[j] for j in free_b))
+    y = OPS["mat_mul"](a2, b2)
+    shape = tuple(a.shape[i] for i in free_a) + tuple(b.shape[j] for j in free_b)
+    return y if y.shape == shape else OPS["reshape"](y, list(shape))
+
+
+def _matrix(x, perm, rows, cols):
+    if perm != list(range(x.rank)):
+        x = OPS["transpose"](x, perm)
+    return x if x.shape == (rows, cols) else OPS["reshape"](x, [rows, cols])
+
+
+@implements(np.dot)
+def _dot(a, b, out=None):
+    """NumPy's dot: a scalar multiplies; otherwise dot(a, b)[i.., k.., m] =
+    sum(a[i.., :] * b[k.., :, m]) (the last axis of a with the one before last of b, or
+    b's only axis) -- not matmul's batching."""
+    _refuse("np.dot", out=(out, None))
+    a, b = binary_args(a, b, "np.dot")
+    if a.rank == 0 or b.rank == 0:
+        return OPS["mul"](a, b)
+    return _contract(a, b, [a.rank - 1], [max(b.rank - 2, 0)], "np.dot")
+
+
+def _matmul(a, b):
+    """NumPy's matmul: batch axes broadcast; a vector operand gets an axis for the product,
+    removed from the result; scalars are refused (as NumPy does)."""
+    a, b = binary_args(a, b, "np.matmul")
+    for i, t in enumerate((a, b)):
+        if t.rank == 0:
+            raise ShapeError(f"np.matmul: operand {i} is a scalar (shape ()); matmul needs "
+                             f"at least one axis (use np.multiply or * for a scalar).")
+    n, m = a.shape[-1], b.shape[0 if b.rank == 1 else -2]
+    if n != m:
+        raise ShapeError(f"np.matmul: shapes {a.shape} and {b.shape}: the last axis of the "
+                         f"first ({n}) does not match the "
+                         f"{'only' if b.rank == 1 else 'second to last'} axis of the second "
+                         f"({m}).")
+    if a.rank >= 2 and b.rank >= 2:
+        return OPS["mat_mul"](a, b)
+    if b.rank == 1:                 # (.., k, n) . (n,): a's last axis against b
+        return _contract(a, b, [a.rank - 1], [0], "np.matmul")
+    y = OPS["mat_mul"](OPS["reshape"](a, [1, n]), b)        # (n,) @ (.., n, m)
+    return OPS["squeeze"](y, [y.rank - 2])
+
+
+@implements(np.inner)
+def _inner(a, b):
+    """NumPy's inner: the last axes of a and b, summed (a scalar multiplies)."""
+    a, b = binary_args(a, b, "np.inner")
+    if a.rank == 0 or b.rank == 0:
+        return OPS["mul"](a, b)
+    return _contract(a, b, [a.rank - 1], [b.rank - 1], "np.inner")
+
+
+@implements(np.vdot)
+def _vdot(a, b):
+    """NumPy's vdot (real numbers): the flattened a and b, multiplied and summed."""
+    a, b = binary_args(a, b, "np.vdot")
+    if a.size != b.size:
+        raise ShapeError(f"np.vdot: a (shape {a.shape}) has {a.size} elements and b (shape "
+                         f"{b.shape}) {b.size}: vdot needs as many in both.")
+    return _contract(_flat(a), _flat(b), [0], [0], "np.vdot")
+
+
+@implements(np.outer)
+def _outer(a, b, out=None):
+    _refuse("np.outer", out=(out, None))
+    a, b = binary_args(a, b, "np.outer")
+    return _contract(_flat(a), _flat(b), [], [], "np.outer")
+
+
+@implements(np.tensordot)
+def _tensordot(a, b, axes=2):
+    """NumPy's tensordot: ``axes=N`` sums a's last N axes with b's first N; ``axes=(p, q)``
+    sums a's axes p with b's axes q (each an int or a sequence)."""
+    a, b = binary_args(a, b, "np.tensordot")
+    if isinstance(axes, (int, np.integer)) and not isinstance(axes, bool):
+        n = int(axes)
+        if not 0 <= n <= min(a.rank, b.rank):
+            raise ShapeError(f"np.tensordot(a, b, axes={n}): a (shape {a.shape}) and b "
+                             f"(shape {b.shape}) have no {n} axes to sum over.")
+        pa, pb = list(range(a.rank - n, a.rank)), list(range(n))
+    else:
+        try:
+            pa, pb = ([p] if isinstance(p, (int, np.integer)) else [int(i) for i in p]
+                      for p in axes)
+        except (TypeError, ValueError):
+            raise ArgumentError(f"np.tensordot(a, b, axes={axes!r}): axes must be an int or "
+                                f"a pair (axes of a, axes of b).") from None
+        pa, pb = _axes(pa, a, "a", axes), _axes(pb, b, "b", axes)
+        if len(pa) != len(pb):
+            raise ShapeError(f"np.tensordot(a, b, axes={axes!r}): {len(pa)} axes of a "
+                             f"against {len(pb)} of b.")
+    return _contract(a, b, pa, pb, "np.tensordot")
+
+
+def _axes(axes, t, name, given):
+    out = []
+    for i in axes:
+        if not -t.rank <= i < t.rank or i % t.rank in out:
+            raise ArgumentError(f"np.tensordot(a, b, axes={given!r}): axis {i} of {name} "
+                                f"(shape {t.shape}) is out of range or repeated.")
+        out.append(i % t.rank)
+    return out
+
+
 # metadata: no values read, nothing to record
 FUNCTIONS[np.shape] = lambda a: tuple(a.shape)
 FUNCTIONS[np.ndim] = lambda a: a.rank
@@ -390,7 +494,6 @@ ALTERNATIVES = {"np.sort": "tf.top_k(x, k=x.shape[-1]).values (descending)",
                 "np.take": "tf.gather(x, indices, axis)",
                 "np.diff": "x[1:] - x[:-1]",
                 "np.median": "tf.top_k on the flattened tensor, then its middle element",
-                "np.tensordot": "tf.einsum(...) or tf.mat_mul(...)",
                 "np.trace": "tf.sum(x * tf.eye(n))",
                 "np.average": "tf.sum(x * w) / tf.sum(w)",
                 "np.cbrt": "tf.sign(x) * tf.pow(tf.abs(x), 1 / 3)",

@@ -20,13 +20,25 @@ class Session:
     pullback) pins the other tensors it recorded once, when it is detached. Nothing else is
     kept: recording costs nothing per kernel for this.
     """
-    __slots__ = ("nodes", "alive", "zombies", "batched", "__weakref__")
+    __slots__ = ("nodes", "alive", "zombies", "batched", "sources", "variables",
+                 "__weakref__")
 
     def __init__(self):
         self.nodes = []
         self.alive = True
         self.batched = False       # holds nodes recorded inside tf.vmap (flowgrad.batching)
         self.zombies = []          # disposed tensors whose arrays this session's rules read
+        # what its gradient calls differentiate with respect to (is_recorded): the ids of
+        # their source tensors, and whether every trainable variable is one
+        self.sources = set()
+        self.variables = False
+
+    def watch(self, tensors=(), variables=False):
+        """Note the sources of a gradient call recording into this session: ``tensors``,
+        and (``variables``) every trainable variable."""
+        self.sources.update(id(t) for t in tensors)
+        if variables:
+            self.variables = True
 
     def detach(self):
         """The session outlives its gradient call: pin the inputs it recorded that are not
@@ -164,6 +176,22 @@ def resume_recording(level):
 def is_recording():
     """True while this thread runs a gradient function's forward pass (ops are recorded)."""
     return E._tls.s.recording
+
+
+def is_recorded(t):
+    """True when this thread runs a gradient function's forward pass and ``t`` takes part
+    in it: a source of the gradient (the tensors it is taken with respect to, the trainable
+    variables for variable_grads, minimize and a tape that watches what it meets), or the
+    result of an op recorded into a live session. Tensors made inside f from constants,
+    and tensors from outside that f only reads, are not."""
+    st = E._tls.s
+    if not st.recording:
+        return False
+    n = t._node
+    if n is not None and n.sess.alive:
+        return True
+    sess = st.session
+    return id(t) in sess.sources or (sess.variables and getattr(t, "trainable", False))
 
 
 def current_session():

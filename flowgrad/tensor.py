@@ -8,15 +8,25 @@ variables and their registry. TF.js camelCase method names resolve to the snake_
 from __future__ import annotations
 
 import itertools
+import linecache
+import os
+import sys
 from typing import Any
 
 import numpy as np
 
 from . import dtypes
 from . import engine as E
-from .errors import ArgumentError, DisposedError, DtypeError, ShapeError, VariableError
+from .errors import (ArgumentError, DisposedError, DtypeError, GradientError, ShapeError,
+                     VariableError)
 from .names import camel_attribute
 from .printing import tensor_to_string
+from .recording import is_recorded
+
+
+# where __array__ looks for the user's line: the first frame outside flowgrad and NumPy
+_NOT_USER = tuple(os.path.dirname(os.path.abspath(m.__file__)) + os.sep
+                  for m in (E, np))
 
 
 class Tensor:
@@ -151,6 +161,26 @@ class Tensor:
         array([1., 2.])
         """
         data = self._array()
+        if is_recorded(self):
+            # a recorded tensor made a constant to the tape: refused, as JAX refuses to
+            # turn a traced value into an array (x.numpy() says a constant is meant)
+            f = sys._getframe(1)
+            while f is not None and f.f_code.co_filename.startswith(_NOT_USER):
+                f = f.f_back
+            at = ""
+            if f is not None:
+                fn, ln = f.f_code.co_filename, f.f_lineno
+                code = linecache.getline(fn, ln).strip()
+                at = f", at {fn}:{ln}" + (f": {code}" if code else "")
+            raise GradientError(
+                f"NumPy turned a {self.dtype} tensor of shape {self.shape} into an array "
+                f"inside a gradient computation (np.asarray, np.array, np.r_ / np.c_, or a "
+                f"list of tensors given to a NumPy function such as np.mean([x, y])){at}\n"
+                f"  The array is a constant to the gradient: derivatives through it would "
+                f"be silently wrong. Build tensors from tensors with tf.stack([x, y]) or "
+                f"tf.concat([x, y]) (np.stack and np.concatenate on tensors run them too); "
+                f"where a constant is meant, say so: x.numpy() (an array) or "
+                f"tf.stop_gradient(x) (a tensor).")
         a = np.asarray(E.to_host(data))
         if copy is False:
             if a is not data and not isinstance(data, np.ndarray):

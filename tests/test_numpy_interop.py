@@ -8,7 +8,7 @@ import pytest
 
 import flowgrad as tf
 from flowgrad import numpy_interop as NI
-from flowgrad.errors import ArgumentError, GradientError
+from flowgrad.errors import ArgumentError, GradientError, ShapeError
 
 
 def f64(a):
@@ -102,7 +102,8 @@ CASES = {     # NumPy function -> (positional args (T stands for the tensor), ke
     np.round: ((T * 3.3,), {}), np.around: ((T,), {"decimals": 1}),
     np.zeros_like: ((T,), {}), np.ones_like: ((T,), {"dtype": np.float32}),
     np.linalg.norm: ((T,), {"axis": 1}), np.shape: ((T,), {}), np.ndim: ((T,), {}),
-    np.size: ((T,), {}),
+    np.size: ((T,), {}), np.inner: ((T, T), {}), np.vdot: ((T, T), {}),
+    np.tensordot: ((T, T.T), {"axes": 1}),
 }
 
 
@@ -192,6 +193,239 @@ def test_unmapped_function_outside_grad_computes_on_values():
     assert isinstance(m, np.floating) and m == 2.0
     np.testing.assert_array_equal(np.sort(x), [1.0, 2.0, 3.0])
     np.testing.assert_array_equal(np.add.accumulate(x), [3.0, 4.0, 6.0])
+
+
+# ---------------------------------------------------------------- products, NumPy's semantics
+# (function, shape of a, shape of b, more arguments): values and shapes against NumPy,
+# gradients of sum(W * f(a, b)) against central differences, both in float64
+PRODUCTS = [
+    (np.dot, (), (3,)), (np.dot, (3,), ()), (np.dot, (3,), (3,)), (np.dot, (2, 3), (3,)),
+    (np.dot, (3,), (3, 4)), (np.dot, (2, 3), (3, 4)), (np.dot, (2, 3), (2, 3, 4)),
+    (np.dot, (2, 2, 3), (2, 3, 4)), (np.dot, (4, 2, 3), (3,)), (np.dot, (3,), (5, 3, 2)),
+    (np.dot, (2, 1, 3), (4, 3, 2)), (np.dot, (2, 3, 2), (2,)), (np.dot, (0, 3), (3, 2)),
+    (np.dot, (2, 0), (0, 3)),
+    (np.matmul, (3,), (3,)), (np.matmul, (2, 3), (3,)), (np.matmul, (3,), (3, 4)),
+    (np.matmul, (3,), (5, 3, 4)), (np.matmul, (5, 2, 3), (3,)), (np.matmul, (2, 3), (3, 4)),
+    (np.matmul, (2, 1, 2, 3), (4, 3, 2)), (np.matmul, (2, 3), (5, 3, 4)),
+    (np.inner, (), (3,)), (np.inner, (3,), (3,)), (np.inner, (2, 3), (4, 3)),
+    (np.inner, (2, 2, 3), (5, 3)), (np.inner, (3,), (2, 4, 3)),
+    (np.vdot, (6,), (2, 3)), (np.vdot, (2, 3), (3, 2)),
+    (np.outer, (2, 3), (4,)), (np.outer, (3,), (2, 2)),
+    (np.tensordot, (2, 3, 4), (3, 4, 5)), (np.tensordot, (2, 3), (4, 5), 0),
+    (np.tensordot, (3, 4), (4, 3), 1), (np.tensordot, (2, 3, 4), (4, 3, 5), ([1, 2], [1, 0])),
+    (np.tensordot, (2, 3, 4), (4, 3, 2), (-1, 0)),
+]
+
+
+def _product_id(case):
+    return f"{case[0].__name__}-{case[1]}-{case[2]}" + (f"-{case[3]}" if case[3:] else "")
+
+
+def _operands(case):
+    rng = np.random.default_rng(abs(hash(_product_id(case))) % 2**32)
+    return rng.standard_normal(case[1]), rng.standard_normal(case[2]), case[3:]
+
+
+@pytest.mark.parametrize("case", PRODUCTS, ids=_product_id)
+def test_product_matches_numpy(case):
+    fn = case[0]
+    a, b, more = _operands(case)
+    want = fn(a, b, *more)
+    for got in (fn(f64(a), f64(b), *more), fn(a, f64(b), *more), fn(f64(a), b, *more)):
+        assert isinstance(got, tf.Tensor) and got.dtype == "float64"
+        assert got.shape == np.shape(want)
+        np.testing.assert_allclose(got.numpy(), want, rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("case", [c for c in PRODUCTS if 0 not in c[1] + c[2]],
+                         ids=_product_id)
+def test_product_gradients_match_central_differences(case):
+    fn = case[0]
+    a, b, more = _operands(case)
+    w = np.random.default_rng(7).standard_normal(np.shape(fn(a, b, *more)))
+    ga, gb = tf.grads(lambda x, y: tf.sum(fn(x, y, *more) * f64(w)))([f64(a), f64(b)])
+    np.testing.assert_allclose(ga.numpy(), central_diff(
+        lambda v: float(np.sum(fn(v, b, *more) * w)), a), rtol=1e-6, atol=1e-8)
+    np.testing.assert_allclose(gb.numpy(), central_diff(
+        lambda v: float(np.sum(fn(a, v, *more) * w)), b), rtol=1e-6, atol=1e-8)
+
+
+def test_np_dot_is_numpy_dot_not_matmul_batching():
+    # issue 27: both gave matmul's batching (values off by up to 2.6; shape (2, 2, 4))
+    rng = np.random.default_rng(27)
+    a, b = rng.standard_normal((2, 3)), rng.standard_normal((2, 3, 4))
+    np.testing.assert_allclose(np.dot(f64(a), f64(b)).numpy(), np.dot(a, b), rtol=1e-12)
+    a = rng.standard_normal((2, 2, 3))
+    d = np.dot(f64(a), f64(b))
+    assert d.shape == (2, 2, 2, 4)
+    np.testing.assert_allclose(d.numpy()[1, 0, 1, 2], np.sum(a[1, 0, :] * b[1, :, 2]))
+    g = tf.grad(lambda t: tf.sum(np.dot(t, f64(b))))(f64(a)).numpy()
+    np.testing.assert_allclose(g, np.broadcast_to(b.sum(axis=(0, 2)), (2, 2, 3)))
+
+
+def test_np_dot_of_float32_tensors_and_second_order():
+    x = tf.tensor([[1.0, 2.0], [3.0, 4.0]])
+    assert np.dot(x, x).dtype == "float32"
+    np.testing.assert_allclose(np.dot(x, x).numpy(), [[7, 10], [15, 22]])
+    # d2/dv2 of sum(dot(v, v) ** 2) = d/dv 4 (v.v) v = 8 v v^T + 4 (v.v) I, summed per column
+    v = f64([1.0, 2.0])
+    h = tf.grad(lambda t: tf.sum(tf.grad(lambda u: np.dot(u, u) ** 2)(t)))(v).numpy()
+    vv = np.array([1.0, 2.0])
+    np.testing.assert_allclose(h, (8 * np.outer(vv, vv) + 4 * vv.dot(vv) * np.eye(2)).sum(0))
+
+
+def test_product_shape_errors_name_the_shapes():
+    a, b = f64(np.ones((2, 3))), f64(np.ones((4, 5)))
+    with pytest.raises(ShapeError,
+                       match=r"np\.dot: shapes \(2, 3\) and \(4, 5\) not aligned: 3 \(dim 1\) "
+                             r"!= 4 \(dim 0\)"):
+        np.dot(a, b)
+    with pytest.raises(ShapeError, match=r"np\.dot: .* 3 \(dim 1\) != 4 \(dim 1\)"):
+        np.dot(a, f64(np.ones((2, 4, 5))))
+    with pytest.raises(ShapeError, match=r"np\.matmul: shapes \(2, 3\) and \(4, 5\)"):
+        np.matmul(a, b)
+    with pytest.raises(ShapeError, match=r"np\.matmul: operand 0 is a scalar"):
+        np.matmul(f64(2.0), a)
+    with pytest.raises(ShapeError, match=r"np\.vdot: a \(shape \(2, 3\)\) has 6"):
+        np.vdot(a, b)
+    with pytest.raises(ShapeError, match=r"np\.tensordot\(a, b, axes=3\)"):
+        np.tensordot(a, a, 3)
+    with pytest.raises(ArgumentError, match=r"axis 2 of a .* out of range or repeated"):
+        np.tensordot(a, a, ([2], [0]))
+    with pytest.raises(ArgumentError, match=r"np\.dot\(\.\.\., out=\.\.\.\)"):
+        np.dot(a, a.transpose(), out=np.zeros((2, 2)))
+
+
+# ---------------------------------------------------------------- implicit arrays in grad
+HERE = __file__
+# (case, f): each turns its tensor argument into a NumPy array, one case per line
+IMPLICIT = [
+    ("np.array of tensors", lambda x: np.sum(np.array([x, x]) * x)),
+    ("np.asarray", lambda x: np.sum(x * np.asarray(x))),
+    ("np.array", lambda x: np.sum(x * np.array(x, dtype=np.float64))),
+    ("np.r_", lambda x: np.sum(np.r_[x, x] * x)),
+    ("np.c_", lambda x: np.sum(np.c_[x, x]) * x),
+    ("np.mean of a list", lambda x: np.mean([x, x]) * x),
+    ("np.std of a list", lambda x: np.std([x, 2 * x]) * x),
+    ("np.linalg.norm of a list", lambda x: np.linalg.norm([x, x]) * x),
+    ("tf.tensor of tensors", lambda x: tf.sum(tf.tensor([x, x]) * x)),
+]
+
+
+@pytest.mark.parametrize("x", [1.5, [1.0, 2.0]], ids=["scalar", "vector"])
+@pytest.mark.parametrize("case, f", IMPLICIT, ids=[c[0] for c in IMPLICIT])
+def test_implicit_array_inside_grad_is_an_error_naming_the_line_and_the_fix(case, f, x):
+    with pytest.raises(GradientError) as e:
+        tf.grad(f)(x)
+    msg = str(e.value)
+    assert f"{HERE}:{f.__code__.co_firstlineno}" in msg, msg
+    for words in ("into an array inside a gradient computation", "silently wrong",
+                  "tf.stack([x, y])", "tf.concat([x, y])", "x.numpy()", "tf.stop_gradient(x)"):
+        assert words in msg, (words, msg)
+
+
+def test_issue_27_cases_give_the_error_and_their_fixes_the_right_value():
+    # the silent results were 3.0 (the answer is 6.0) and [1, 2] (the answer is [2, 4])
+    with pytest.raises(GradientError, match=r"shape \(\) into an array"):
+        tf.grad(lambda x: np.sum(np.array([x, x]) * x))(1.5)
+    assert tf.grad(lambda x: np.sum(np.stack([x, x]) * x))(1.5).item() == 6.0
+    assert tf.grad(lambda x: tf.sum(tf.stack([x, x]) * x))(1.5).item() == 6.0
+    x = tf.tensor([1.0, 2.0])
+    with pytest.raises(GradientError, match=r"float32 tensor of shape \(2,\)"):
+        tf.grad(lambda t: np.sum(t * np.asarray(t)))(x)
+    np.testing.assert_allclose(tf.grad(lambda t: np.sum(t * t))(x).numpy(), [2, 4])
+    # a constant meant, said so: d/dt sum(t * c) = c
+    np.testing.assert_allclose(tf.grad(lambda t: np.sum(t * t.numpy()))(x).numpy(), [1, 2])
+    np.testing.assert_allclose(tf.grad(lambda t: np.sum(t * tf.stop_gradient(t)))(x).numpy(),
+                               [1, 2])
+    np.testing.assert_allclose(
+        tf.grad(lambda t: np.mean(tf.stack([t, 3 * t])))(x).numpy(), [1, 1])
+
+
+def test_every_gradient_api_refuses_and_a_paused_tape_allows():
+    x = tf.tensor([1.0, 2.0])
+    w = tf.variable(tf.tensor([1.0, 2.0]), name="np_interop_implicit_w")
+    try:
+        for call in (lambda: tf.grads(lambda a: tf.sum(a * np.asarray(a)))([x]),
+                     lambda: tf.value_and_grad(lambda a: tf.sum(a * np.asarray(a)))(x),
+                     lambda: tf.variable_grads(lambda: tf.sum(w * np.asarray(w)))):
+            with pytest.raises(GradientError, match="into an array"):
+                call()
+        with tf.GradientTape() as tape:
+            tape.watch(x)
+            with pytest.raises(GradientError, match="into an array"):
+                np.asarray(x)
+            with tape.stop_recording():
+                np.testing.assert_array_equal(np.asarray(x), [1, 2])
+            y = tf.sum(x * x)
+        np.testing.assert_allclose(tape.gradient(y, x).numpy(), [2, 4])
+    finally:
+        w.dispose()
+
+
+def test_explicit_reads_and_numpy_arrays_keep_working_inside_grad(capsys):
+    def f(t):
+        s = t.sum()
+        reads = (t.numpy(), t.data_sync(), t.array_sync(), s.item(), float(s), int(s),
+                 bool(s > 0), np.float64(s), repr(t), str(t), f"{t:.1f}", len(t))
+        t.print()
+        c = np.asarray(np.array([1.0, 2.0]))          # NumPy arrays stay arrays
+        return tf.sum(t * c) + s * 0.0, reads
+    x = tf.tensor([1.0, 2.0])
+    out = {}
+    g = tf.grad(lambda t: out.setdefault("r", f(t))[0])(x)
+    np.testing.assert_allclose(g.numpy(), [1, 2])
+    reads = out["r"][1]
+    assert reads[3] == reads[4] == 3.0 and reads[5] == 3 and reads[6] is True
+    assert "Tensor" in capsys.readouterr().out
+
+
+def test_outside_a_gradient_numpy_conversions_are_unchanged():
+    x = tf.tensor([1.0, 2.0])
+    s = tf.scalar(1.5)
+    np.testing.assert_array_equal(np.array([x, x]), [[1, 2], [1, 2]])
+    np.testing.assert_array_equal(np.array([s, s]), [1.5, 1.5])
+    np.testing.assert_array_equal(np.r_[x, x], [1, 2, 1, 2])
+    assert np.mean([x, x]) == 1.5 and np.linalg.norm([s, s]) == pytest.approx(1.5 * 2 ** 0.5)
+    tf.grad(lambda t: t * 2)(x)                      # after a gradient call: as before
+    v = np.asarray(x, copy=False)
+    assert not v.flags.writeable and np.shares_memory(v, x._data)
+
+
+def test_tensors_the_gradient_does_not_record_still_convert():
+    # a constant made inside f, and a tensor from outside f that it only reads, are not
+    # being recorded: np.asarray of them is a constant anyway
+    data = tf.tensor([3.0, 4.0])
+    g = tf.grad(lambda t: tf.sum(t * np.asarray(tf.tensor([3.0, 4.0]))))(tf.tensor([1.0, 2.0]))
+    np.testing.assert_allclose(g.numpy(), [3, 4])
+    g = tf.grad(lambda t: tf.sum(t * np.asarray(data)))(tf.tensor([1.0, 2.0]))
+    np.testing.assert_allclose(g.numpy(), [3, 4])
+    # but the sources are refused, and what is computed from them, in every gradient call
+    x = tf.tensor([1.0, 2.0])
+    w = tf.variable(tf.tensor([1.0, 2.0]))
+    frozen = tf.variable(tf.tensor([1.0, 2.0]), trainable=False)
+    try:
+        for call in (lambda: tf.grad(lambda t: tf.sum(np.asarray(t) * t))(x),
+                     lambda: tf.grad(lambda t: tf.sum(np.asarray(t * 2) * t))(x),
+                     lambda: tf.variable_grads(lambda: tf.sum(np.asarray(w) * w)),
+                     lambda: tf.vjp(lambda t: tf.sum(np.asarray(t) * t), x),
+                     lambda: tf.hessian(lambda t: tf.sum(np.asarray(t) * t))(x)):
+            with pytest.raises(GradientError, match="inside a gradient computation"):
+                call()
+        with tf.GradientTape() as tape:
+            tape.watch(x)
+            with pytest.raises(GradientError, match="inside a gradient computation"):
+                np.asarray(x)
+            with pytest.raises(GradientError, match="inside a gradient computation"):
+                np.asarray(w)            # (the tape watches the variables it meets)
+            np.asarray(frozen)           # not trainable: not a source
+        # a trainable variable that variable_grads does not differentiate is still refused
+        # (it is one of its sources); a non-trainable one is read as a constant
+        _, gs = tf.variable_grads(lambda: tf.sum(w * np.asarray(frozen)))
+        np.testing.assert_allclose(gs[w].numpy(), [1, 2])
+    finally:
+        w.dispose()
+        frozen.dispose()
 
 
 # ---------------------------------------------------------------- format, __array__
