@@ -451,7 +451,7 @@ Selu Sigmoid Sign Sin Sinh Softplus Sqrt Square Step Tan Tanh Cast Identity Ones
 ZerosLike StopGradient LeakyRelu ClipByValue Add Sub Multiply RealDiv DivNoNan FloorDiv Mod
 Pow Maximum Minimum SquaredDifference Atan2 Equal NotEqual Greater GreaterEqual Less
 LessEqual LogicalAnd LogicalOr LogicalXor BitwiseAnd SigmoidGrad ReluGrad TanhGrad SinGrad CosGrad
-Select
+SquareGrad Select
 Prelu""".split()
 for _n in _ELEMENTWISE:
     RULES[_n] = _elementwise

@@ -335,15 +335,36 @@ def variable_grads(f: Callable[[], Tensor], var_list: Sequence[Variable] | None 
     >>> w.dispose()
     """
     _check_f(f, "variable_grads")
+    if var_list is not None:
+        check_var_list(var_list)
+    y, pairs = variable_pairs(f, var_list)
+    out = GradMap()
+    for v, g in pairs:
+        out[v.name] = g
+    return Result(value=y, grads=out)  # type: ignore[return-value]  # a VariableGrads
+
+
+def variable_pairs(f: Callable[[], Tensor], var_list: Sequence[Variable] | None = None
+                   ) -> tuple[Tensor, list[tuple[Variable, Tensor | None]]]:
+    """What variable_grads computes, as ``(value, [(variable, gradient), ...])``: every
+    variable with a gradient, and (with ``var_list``) its non-trainable ones with None, in
+    var_list's order (minimize takes these pairs directly). ``var_list`` is checked by the
+    caller.
+
+    >>> import flowgrad as tf
+    >>> w = tf.variable(tf.scalar(3.0), name="w_vp_doc")
+    >>> value, pairs = tf.gradients.variable_pairs(lambda: w.square())
+    >>> [(v.name, g.item()) for v, g in pairs]
+    [('w_vp_doc', 6.0)]
+    >>> w.dispose()
+    """
     if var_list is None:
         var_list = list(_VARIABLES.values())
         explicit = False
     else:
-        check_var_list(var_list)
         explicit = True
     n = len(var_list)
-    frozen = [v for v in var_list if not v.trainable] if explicit else []
-    train = [v for v in var_list if v.trainable and not v.is_disposed]
+    train = [v for v in var_list if v.trainable and not v._disposed]
     if not train and not explicit and n == 0:
         # seed 000 trains a function of plain tensors: say what to create
         raise GradientError(_NO_CONNECTION + " (No tf.variable exists at all.)")
@@ -357,13 +378,10 @@ def variable_grads(f: Callable[[], Tensor], var_list: Sequence[Variable] | None 
     if y.rank != 0:
         raise GradientError(f"The f passed in variable_grads(f) must return a scalar, but it "
                             f"returned a rank-{y.rank} tensor")
-    out = GradMap()
-    for v, g in zip(train, gs):
-        if g is not None:
-            out[v.name] = g
-    for v in frozen:
-        out[v.name] = None
-    return Result(value=y, grads=out)  # type: ignore[return-value]  # a VariableGrads
+    pairs = [(v, g) for v, g in zip(train, gs) if g is not None]
+    if explicit:
+        pairs += [(v, None) for v in var_list if not v.trainable]
+    return y, pairs
 
 
 def check_var_list(var_list: Any, api: str = "variable_grads(f, var_list)") -> None:

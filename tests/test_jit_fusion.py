@@ -78,22 +78,23 @@ FUSABLE_BINARY = [(n, f, da, db) for n, f, _, da, db in BINARY
 
 # gradient kernels that are one backend function taking out= (backends/ext_math.py): the
 # backward passes of the unary table's sin, cos and tanh run them
-FUSED_GRADIENTS = {"sin_grad": "sin", "cos_grad": "cos", "tanh_grad": "tanh"}
+FUSED_GRADIENTS = {"sin_grad": "sin", "cos_grad": "cos", "tanh_grad": "tanh",
+                   "square_grad": "square"}
 
 
 def test_the_lists_cover_every_ufunc_primitive():
     ufuncs = {p.ufunc for p in PRIMITIVES.values() if p.ufunc}
-    assert len(FUSABLE_UNARY) + len(FUSABLE_BINARY) + len(FUSED_GRADIENTS) == len(ufuncs) == 31
+    assert len(FUSABLE_UNARY) + len(FUSABLE_BINARY) + len(FUSED_GRADIENTS) == len(ufuncs) == 32
     assert set(FUSED_GRADIENTS) <= ufuncs
     assert set(FUSED_GRADIENTS.values()) <= {n for n, _, _ in FUSABLE_UNARY}
 
 
-@pytest.mark.parametrize("name", ["sin", "cos", "tanh"])
+@pytest.mark.parametrize("name", ["sin", "cos", "tanh", "square"])
 def test_gradient_kernels_join_the_fused_chain(name):
     x = sample("real", (N,), 4)
     op = getattr(tf, name)
     jf = run_both(tf.grad(lambda t: (op(t) * t).sum()), [x])
-    kernel = {"sin": "SinGrad", "cos": "CosGrad", "tanh": "TanhGrad"}[name]
+    kernel = {"sin": "SinGrad", "cos": "CosGrad", "tanh": "TanhGrad", "square": "SquareGrad"}[name]
     assert any(kernel in c.names for c in chains(jf))
     # written inline as their ufunc steps: each block calls NumPy's ufuncs only
     for c in chains(jf):
@@ -118,7 +119,7 @@ def test_gradient_kernels_write_over_either_input(fn, dtype):
     bits_equal(f(dy, x, out=np.empty_like(dy)), want)
     # and the same bits as the op-by-op rule it replaces
     by_ops = {"sin_grad": lambda: dy * np.cos(x), "cos_grad": lambda: -dy * np.sin(x),
-              "tanh_grad": lambda: dy * (1 - x * x)}[fn]()
+              "tanh_grad": lambda: dy * (1 - x * x), "square_grad": lambda: dy * (x * 2)}[fn]()
     np.testing.assert_array_equal(want, by_ops)
 
 

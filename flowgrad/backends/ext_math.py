@@ -1,7 +1,8 @@
 """Array-API extensions used by the kernels of unary, activations, binary and logical ops
 (see ext.py): ``erf``, which the standard lacks, ``softplus`` and ``relu_grad``, which
-NumPy does several times faster its own way, and the fused gradients of sin, cos and tanh
-(``sin_grad``, ``cos_grad``, ``tanh_grad``), which take ``out=`` like a ufunc.
+NumPy does several times faster its own way, the fused gradients of sin, cos, tanh and
+square (``sin_grad``, ``cos_grad``, ``tanh_grad``, ``square_grad``), which take ``out=``
+like a ufunc, and ``fast_pow``.
 
 >>> import numpy as np
 >>> from flowgrad.backends import namespace
@@ -194,6 +195,12 @@ def cos_grad(B, dy, x, out=None, casting=None):
 
 
 @extension()
+def square_grad(B, dy, x, out=None, casting=None):
+    """dy · (x · 2) (square's gradient)."""
+    return _into(dy * (x * 2), out)
+
+
+@extension()
 def tanh_grad(B, dy, y, out=None, casting=None):
     """dy · (1 - y²) (tanh's gradient, from its output y)."""
     return _into(dy * (1 - y * y), out)
@@ -243,6 +250,14 @@ def _cos_grad_numpy(dy, x, out=None, casting="same_kind"):
     if out is None:
         return -(dy * np.sin(x))
     return _run_steps(_cos_grad_numpy, (dy, x), out, casting)
+
+
+@override("numpy", "square_grad")
+@_steps(("multiply", ("a1", 2)), ("multiply", ("a0", "r")))
+def _square_grad_numpy(dy, x, out=None, casting="same_kind"):
+    if out is None:
+        return dy * (x * 2)
+    return _run_steps(_square_grad_numpy, (dy, x), out, casting)
 
 
 @override("numpy", "tanh_grad")

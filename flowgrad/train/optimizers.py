@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
 from .. import engine as E
 from ..args import as_int, as_number, describe, flag
 from ..errors import ArgumentError, FlowgradError
-from ..gradients import check_var_list, variable_grads
+from ..gradients import check_var_list, variable_grads, variable_pairs
 from ..names import Result, camel_attribute, camel_to_snake
 from ..ops import OPS
 from ..tensor import _VARIABLES
@@ -121,19 +121,27 @@ class Optimizer:
         for v in var_list or ():
             if getattr(v, "_disposed", False):
                 raise update.disposed(self, v)
-        value, grads = self.compute_gradients(f, var_list)
-        try:
+        if type(self).compute_gradients is Optimizer.compute_gradients:
+            # (the pairs directly: no map by name and back; a subclass's own
+            # compute_gradients is still called)
+            value, pairs = variable_pairs(f, var_list)
+            if var_list is not None:
+                got = {id(v): g for v, g in pairs}
+                pairs = [(v, got.get(id(v))) for v in var_list]
+        else:
+            value, grads = self.compute_gradients(f, var_list)
             if var_list is not None:
                 pairs = [(v, grads.get(v.name)) for v in var_list]
             else:
                 pairs = [(_VARIABLES[name], g) for name, g in grads.items()
                          if name in _VARIABLES]
+        try:
             self._apply(pairs, skip_nonfinite, value)
         except BaseException:
             value.dispose()
             raise
         finally:
-            E.dispose(list(grads.values()))
+            E.dispose([g for _, g in pairs if g is not None])
         if return_cost:
             return value
         value.dispose()
