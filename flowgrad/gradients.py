@@ -334,7 +334,6 @@ def variable_grads(f: Callable[[], Tensor], var_list: Sequence[Variable] | None 
     (9.0, 6.0)
     >>> w.dispose()
     """
-    _check_f(f, "variable_grads")
     if var_list is not None:
         check_var_list(var_list)
     y, pairs = variable_pairs(f, var_list)
@@ -344,12 +343,13 @@ def variable_grads(f: Callable[[], Tensor], var_list: Sequence[Variable] | None 
     return Result(value=y, grads=out)  # type: ignore[return-value]  # a VariableGrads
 
 
-def variable_pairs(f: Callable[[], Tensor], var_list: Sequence[Variable] | None = None
+def variable_pairs(f: Callable[[], Tensor], var_list: Sequence[Variable] | None = None,
+                   api: str = "variable_grads"
                    ) -> tuple[Tensor, list[tuple[Variable, Tensor | None]]]:
     """What variable_grads computes, as ``(value, [(variable, gradient), ...])``: every
     variable with a gradient, and (with ``var_list``) its non-trainable ones with None, in
     var_list's order (minimize takes these pairs directly). ``var_list`` is checked by the
-    caller.
+    caller; ``api`` names the call in the message for an f that is not a function.
 
     >>> import flowgrad as tf
     >>> w = tf.variable(tf.scalar(3.0), name="w_vp_doc")
@@ -358,6 +358,7 @@ def variable_pairs(f: Callable[[], Tensor], var_list: Sequence[Variable] | None 
     [('w_vp_doc', 6.0)]
     >>> w.dispose()
     """
+    _check_f(f, api)
     if var_list is None:
         var_list = list(_VARIABLES.values())
         explicit = False

@@ -62,6 +62,8 @@ class Result:
             object.__setattr__(self, k, v)
 
     def __getattr__(self, name):
+        if name[:2] == "__":            # (hasattr(r, "__await__") in every tidy: at once)
+            raise AttributeError(name)
         snake = camel_to_snake(name)
         if snake != name and snake in self._fields:
             return object.__getattribute__(self, snake)

@@ -52,7 +52,7 @@ def end_scope(result=None, st=None):
         return
     # (a set: membership by identity, never Tensor.__eq__)
     keep = () if result is None else {result} if isinstance(result, E._T) else \
-        set(walk_tensors(result))
+        tensor_set(result)
     try:
         _dispose_scope(st, tensors, keep, parent)
     except BaseException:
@@ -138,6 +138,30 @@ def walk_tensors(obj, _seen=None):
                 yield item
             elif isinstance(item, (list, tuple, dict)) or hasattr(item, "__flowgrad_tensors__"):
                 yield from walk_tensors(item, _seen)
+
+
+def tensor_set(obj):
+    """The set of the tensors walk_tensors yields. Lists and tuples of tensors and Nones
+    (what gradient calls return, every step) are read in one loop, without generators."""
+    T = E._T
+    found = set()
+    todo = [obj]
+    seen = set()
+    while todo:
+        o = todo.pop()
+        if type(o) is not list and type(o) is not tuple or id(o) in seen:
+            if id(o) in seen:
+                continue
+            return set(walk_tensors(obj))       # (anything else: the general walk)
+        seen.add(id(o))
+        for item in o:
+            if type(item) is T:
+                found.add(item)
+            elif type(item) is list or type(item) is tuple:
+                todo.append(item)
+            elif item is not None:
+                return set(walk_tensors(obj))
+    return found
 
 
 def check_function(f, message):

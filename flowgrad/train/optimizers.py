@@ -124,7 +124,7 @@ class Optimizer:
         if type(self).compute_gradients is Optimizer.compute_gradients:
             # (the pairs directly: no map by name and back; a subclass's own
             # compute_gradients is still called)
-            value, pairs = variable_pairs(f, var_list)
+            value, pairs = variable_pairs(f, var_list, f"{self.class_name}Optimizer.minimize")
             if var_list is not None:
                 got = {id(v): g for v, g in pairs}
                 pairs = [(v, got.get(id(v))) for v in var_list]
