@@ -94,6 +94,12 @@ class EngineModule(types.ModuleType):
                 f"from {self.__file__!r}>")
 
 
+# NOTE: documentation tools that inspect modules (griffe) read a module object's members
+# through the module its class was defined in: left as flowgrad._engine_api, this module's
+# page listed the engine's names and lost its own (tf.Engine could not be resolved)
+EngineModule.__module__ = "flowgrad.engine"
+
+
 def make_engine_callable(module):
     """Give the module flowgrad.engine the class :class:`EngineModule` (a module's class
     may be a ModuleType subclass). Called once, by flowgrad/__init__.py."""

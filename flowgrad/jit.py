@@ -206,10 +206,14 @@ _ONES_KEEP = ("Reshape", "BroadcastTo", "Identity")  # kernels that keep an all-
 
 
 def _simplify(tr, out_refs):
-    """Peepholes on the trace: multiplications by the all-ones seed of a gradient are
-    dropped (x * 1 == x to the bit), then kernels whose results nobody uses (the value of
-    a loss whose gradient alone is returned...) are removed."""
+    """Peepholes on the trace: a pure kernel of constants only (a gradient's seed of ones,
+    its reshapes and broadcasts) is computed once, here, and becomes a constant;
+    multiplications by the all-ones seed of a gradient are dropped (x * 1 == x to the bit),
+    then kernels whose results nobody uses (the value of a loss whose gradient alone is
+    returned...) are removed."""
     alias, ones, steps = {}, set(), []
+    ones_c = []         # folded all-ones constants (arrays: by identity, never by ==)
+    returned = {r[1] for r in out_refs if r[0] == "s"}
 
     def sub(r):
         while r[0] == "s" and r[1] in alias:
@@ -222,6 +226,14 @@ def _simplify(tr, out_refs):
         _, prim, refs, attrs, outs = st
         refs = tuple(sub(r) for r in refs)
         name = prim.name
+        if len(outs) == 1 and outs[0] not in returned and not prim.multi and \
+                all(r[0] == "c" for r in refs) and not name.startswith(_IMPURE):
+            val = _fold(prim, refs, attrs)
+            alias[outs[0]] = ("c", val)
+            if name == "Fill" and attrs.get("value") == 1 or \
+                    name in _ONES_KEEP and _is_one(refs[0][1], ones_c):
+                ones_c.append(val)
+            continue
         # kinds first: a constant ref holds an array, whose == is elementwise
         if name == "Add" and refs[0][0] == "s" == refs[1][0] and refs[0][1] == refs[1][1] and \
                 tr.meta[refs[0][1]][1] in E.B.float_dtypes:
@@ -235,7 +247,8 @@ def _simplify(tr, out_refs):
         elif name == "Multiply":
             out_meta = tr.meta[outs[0]]
             for a, b in (refs, refs[::-1]):
-                if b[0] == "s" and b[1] in ones and a[0] == "s" and tr.meta[a[1]] == out_meta:
+                if (b[0] == "s" and b[1] in ones or b[0] == "c" and _is_one(b[1], ones_c)) \
+                        and a[0] == "s" and tr.meta[a[1]] == out_meta:
                     alias[outs[0]] = a
                     break
             if outs[0] in alias:
@@ -253,6 +266,22 @@ def _simplify(tr, out_refs):
             if r[0] == "s":
                 live.add(r[1])
     return kept[::-1], out_refs
+
+
+def _fold(prim, refs, attrs):
+    """A pure kernel of constant arrays, run once at trace time (its value is a constant
+    of the trace, as the inputs are)."""
+    saved = E.fpe_saved()
+    try:
+        E.fpe_quiet()
+        arrays = [r[1] for r in refs]
+        return prim.fwd(E.B, *arrays, **attrs) if attrs else prim.fwd(E.B, *arrays)
+    finally:
+        E.fpe_restore(saved)
+
+
+def _is_one(val, ones_c):
+    return any(v is val for v in ones_c)
 
 
 def _multiply():
