@@ -184,7 +184,7 @@ def is_recorded(t):
     variables for variable_grads, minimize and a tape that watches what it meets), or the
     result of an op recorded into a live session. Tensors made inside f from constants,
     and tensors from outside that f only reads, are not."""
-    st = E._tls.s
+    st = E.state()
     if not st.recording:
         return False
     n = t._node

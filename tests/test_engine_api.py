@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 import flowgrad as tf
+from opcheck import numeric_grad
 from flowgrad.errors import ArgumentError, FlowgradError
 
 
@@ -203,36 +204,23 @@ def test_the_gradients_of_kernels_flowgrad_composes():
     mean, var = tf.tensor([0.1, 0.2, 0.3], dtype="float64"), tf.tensor([1.0, 2.0, 0.5],
                                                                       dtype="float64")
     dyb = tf.tensor(rng.uniform(-1, 1, (2, 3)), dtype="float64")
-    gx, gm, gv = tf.get_gradient("FusedBatchNorm").grad_func(dyb, x, mean, var)
-    for i, (arg, g) in enumerate(((x, gx), (mean, gm), (var, gv))):
-        def f(a, i=i):
-            args = [x, mean, var]
-            args[i] = tf.tensor(a, dtype="float64")
-            return float((tf.batch_norm(*args) * dyb).sum().item())
-        np.testing.assert_allclose(g.numpy(), _central(f, arg.numpy()), rtol=1e-7, atol=1e-9)
+    got = tf.get_gradient("FusedBatchNorm").grad_func(dyb, x, mean, var)
+    want = numeric_grad(lambda *a: (tf.batch_norm(*a) * dyb).sum(),
+                        [x.numpy(), mean.numpy(), var.numpy()])
+    for g, w in zip(got, want):
+        np.testing.assert_allclose(g.numpy(), w, rtol=1e-7, atol=1e-9)
     img = tf.tensor(rng.uniform(0.5, 1.5, (1, 2, 2, 3)), dtype="float64")
     dyl = tf.tensor(rng.uniform(-1, 1, (1, 2, 2, 3)), dtype="float64")
     g = tf.get_gradient("LRN").grad_func(dyl, img, depth_radius=1, bias=2.0, alpha=0.5,
                                          beta=0.75)       # (attributes as keywords)
-    num = _central(lambda a: float((tf.local_response_normalization(
-        tf.tensor(a, dtype="float64"), 1, 2.0, 0.5, 0.75) * dyl).sum().item()), img.numpy())
+    (num,) = numeric_grad(lambda a: (tf.local_response_normalization(a, 1, 2.0, 0.5, 0.75)
+                                     * dyl).sum(), [img.numpy()])
     np.testing.assert_allclose(g.numpy(), num, rtol=1e-7, atol=1e-9)
     # and the rule is differentiable again: its gradient of dy * v (expanded) is dy * v,
     # whose sum has the derivative dy with respect to v
     h = tf.grad(lambda v: tf.get_gradient("ExpandDims").grad_func(
         dy * v.expand_dims(1), v, axis=1).sum())(x)
     np.testing.assert_allclose(h.numpy(), dy.numpy().reshape(2, 3), rtol=1e-12)
-
-
-def _central(f, a, h=1e-6):
-    a = np.array(a, dtype=np.float64)
-    g = np.zeros_like(a)
-    for i in np.ndindex(a.shape):
-        up, down = a.copy(), a.copy()
-        up[i] += h
-        down[i] -= h
-        g[i] = (f(up) - f(down)) / (2 * h)
-    return g
 
 
 # ---------------------------------------------------------------- tf.backend()
