@@ -18,6 +18,7 @@ from .errors import (ArgumentError, DisposedError, DtypeError, GradientError,
                      UnconnectedGradientError)
 from .names import Result
 from .ops import OPS, PRIMITIVES
+from .ops._core import scalar_of
 from .tape import backprop, check_dy_shape
 from .tensor import Tensor, Variable, _VARIABLES, convert
 
@@ -89,7 +90,11 @@ _FILL = PRIMITIVES["Fill"]
 
 def _ones(y, gdt):
     """The default seed: ones of y's shape (the kernel itself: fill's checks of the shape and
-    size are for user input, and y exists already)."""
+    size are for user input, and y exists already). A scalar y, a loss, gets the shared
+    constant 1 (no kernel per gradient call; backprop hands out a copy if it is the
+    gradient itself)."""
+    if not y.shape:
+        return scalar_of(1.0, gdt)
     return E.run_kernel(_FILL, (), {"shape": y.shape, "value": 1.0, "dtype": gdt})
 
 

@@ -259,7 +259,8 @@ def _unit_backprop(y, dy, xs, sess):
         while len(made) > mark:         # (a nested pass keeps what the outer one marked)
             units.pop(made.pop(), None)
     for i, g in enumerate(grads):
-        if g is not None and g.id < start and g is not dy:   # an older tensor: a new one
+        # an older tensor (or the shared constant seed of a scalar): a new one
+        if g is not None and g.id < start and (g is not dy or dy.kept >= E.CONSTANT):
             grads[i] = _ops.clone(g)
     return grads, connected
 
