@@ -406,8 +406,8 @@ def w5(reps, steps=10_000):
             for _ in range(steps):
                 tf.tidy(_nothing)
         runs["tidy"] = tidy_alone
-        for key, make in (("torch", _torch_w5), ("torch_opt", _torch_w5_optim)):
-            torch_steps = make(wn, xn, yn, steps)
+        for key, optim in (("torch", False), ("torch_opt", True)):
+            torch_steps = _torch_w5(wn, xn, yn, steps, optim)
             if torch_steps is not None:
                 np.testing.assert_allclose(torch_steps(), floor(), rtol=1e-5)
                 runs[key] = torch_steps
@@ -431,8 +431,9 @@ def _nothing():
     return None
 
 
-def _torch_w5(wn, xn, yn, steps):
-    """The same steps with PyTorch eager (autograd.grad, an in-place update), or None."""
+def _torch_w5(wn, xn, yn, steps, optim=False):
+    """The same steps with PyTorch eager, or None: autograd.grad and an in-place update, or
+    (``optim``) torch.optim.SGD's zero_grad, backward and step."""
     torch = peers.torch_one_thread()
     if torch is None:
         return None
@@ -440,28 +441,16 @@ def _torch_w5(wn, xn, yn, steps):
 
     def run():
         w = torch.tensor(wn, requires_grad=True)
+        opt = torch.optim.SGD([w], lr=0.01) if optim else None
         for _ in range(steps):
+            if optim:
+                opt.zero_grad()
+                (w * x - y).square().backward()
+                opt.step()
+                continue
             (g,) = torch.autograd.grad((w * x - y).square(), w)
             with torch.no_grad():
                 w -= 0.01 * g
-        return w.item()
-    return run
-
-
-def _torch_w5_optim(wn, xn, yn, steps):
-    """The same steps with torch.optim.SGD (zero_grad, backward, step), or None."""
-    torch = peers.torch_one_thread()
-    if torch is None:
-        return None
-    x, y = torch.tensor(xn), torch.tensor(yn)
-
-    def run():
-        w = torch.tensor(wn, requires_grad=True)
-        opt = torch.optim.SGD([w], lr=0.01)
-        for _ in range(steps):
-            opt.zero_grad()
-            (w * x - y).square().backward()
-            opt.step()
         return w.item()
     return run
 
