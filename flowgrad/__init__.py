@@ -18,8 +18,9 @@ from .errors import (AllocationError, ArgumentError, BackendError, CheckpointErr
                      MPIUnavailableError, ShapeError, UnconnectedGradientError, VariableError)
 from .ops import OPS as _OPS
 from .tensor import Tensor, Variable, dispose_variables, variable
-from .gradients import (GradMap, GradientTape, custom_grad, grad, grads, value_and_grad,
-                        value_and_grads, variable_grads)
+from .gradients import (GradMap, GradientTape, grad, grads, value_and_grad, value_and_grads,
+                        variable_grads)
+from .custom import custom_grad
 from .jacobians import hessian, hvp, jacobian, jvp, vjp
 from .fusion import get_jit_threads, set_jit_threads
 from .jit import jit

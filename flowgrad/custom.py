@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any, Callable
 
 from . import engine as E
 from .errors import ArgumentError, GradientError
-from .gradients import _arity, _call
+from .gradients import call_fitted, positional_arity
 from .ops import PRIMITIVES
 from .tensor import Tensor, convert
 
@@ -50,7 +50,7 @@ def custom_grad(f: Callable[..., Any]) -> Callable[..., Tensor]:
     name = getattr(f, "__name__", "custom_grad")
     if name == "<lambda>":
         name = "custom_grad"
-    arity = _arity(f)
+    arity = positional_arity(f)
 
     def op(*inputs: TensorLike) -> Tensor:
         xs = []
@@ -74,7 +74,7 @@ def custom_grad(f: Callable[..., Any]) -> Callable[..., Tensor]:
             saved[:] = list(tensors)
 
         # (f may leave out ``save``, as a JS function ignores extra arguments)
-        out = _call(f, arity, (*xs, save), "custom_grad(f)")
+        out = call_fitted(f, arity, (*xs, save), "custom_grad(f)")
         value, grad_func = _parse_custom(out)
         if not E.is_recording() or not xs:
             return value
@@ -83,9 +83,9 @@ def custom_grad(f: Callable[..., Any]) -> Callable[..., Tensor]:
         E.share_buffer(value, y)
         # "forward" lets gradient checks compare grad_func with differences of f
         E.record(_CUSTOM, xs, y, {"grad_func": grad_func, "saved": saved, "name": name,
-                                  "arity": _arity(grad_func),
+                                  "arity": positional_arity(grad_func),
                                   "forward": lambda *ts: _parse_custom(
-                                      _call(f, arity, (*ts, _no_save), "custom_grad(f)"))[0]})
+                                      call_fitted(f, arity, (*ts, _no_save), "custom_grad(f)"))[0]})
         return y
 
     op.__name__ = op.__qualname__ = name

@@ -1,9 +1,11 @@
-"""The gradient API: grad, grads, value_and_grad(s), variable_grads, GradientTape (and
-custom_grad, from custom.py).
+"""The gradient API: grad, grads, value_and_grad(s), variable_grads, GradientTape.
 
 All of them run f while the engine records (TF.js's rule: only ops inside a gradient
 function are recorded), then backprop from f's result. Nested calls record the inner
 backward pass, which is how grad(grad(f)) works, to any order.
+
+custom_grad lives in custom.py and calls f the way these do (positional_arity, call_fitted);
+nothing here imports it back, so the two modules do not form a circle.
 """
 from __future__ import annotations
 
@@ -48,8 +50,12 @@ _FUNCTION = types.FunctionType
 _VARARGS = inspect.CO_VARARGS
 
 
-def _arity(f):
-    """How many positional arguments f takes (None: any number)."""
+def positional_arity(f):
+    """How many positional arguments f takes (None: any number).
+
+    Public because every API that calls a user's function the way grad does (custom_grad,
+    debug.graph) must pass it the same arguments; computed once per wrapped f, then handed to
+    call_fitted on each call."""
     if type(f) is _FUNCTION and not f.__dict__:
         # a plain function (no __wrapped__ or __signature__): its code says it, without
         # inspect.signature's ~10 us (tf.grad(lambda ...) inside a training step)
@@ -68,8 +74,11 @@ def _arity(f):
     return n
 
 
-def _call(f, arity, args, api="grad(f)"):
-    # seed 001 differentiates a zero-argument closure: pass only what f accepts
+def call_fitted(f, arity, args, api="grad(f)"):
+    """f(*args), given only the first ``arity`` arguments (``positional_arity(f)``) when f
+    takes fewer: seed 001 differentiates a zero-argument closure over the tensors, and a JS
+    function ignores extra arguments. A call that still does not fit is explained, naming
+    ``api``."""
     if arity is not None and arity < len(args):
         args = args[:arity]
     return _fit(f, args, api)
@@ -204,12 +213,12 @@ def grad(f: Callable[..., Tensor], allow_unconnected: bool = False
     12.0
     """
     _check_f(f, "grad")
-    arity = _arity(f)
+    arity = positional_arity(f)
 
     def grad_f(x: TensorLike, dy: TensorLike | None = None) -> Tensor:
         def body():
             xt = convert(x, "x", "tf.grad")
-            _, gs = _gradients(lambda: _call(f, arity, [xt], "grad(f)(x)"), [xt], dy,
+            _, gs = _gradients(lambda: call_fitted(f, arity, [xt], "grad(f)(x)"), [xt], dy,
                                "grad(f)(x)",
                                "The shape of dy passed in grad(f)(x, dy) must match the "
                                "shape returned by f(x)", allow_unconnected, lambda i: "x")
@@ -233,13 +242,13 @@ def grads(f: Callable[..., Tensor], allow_unconnected: bool = False
     (4.0, 6.0)
     """
     _check_f(f, "grads")
-    arity = _arity(f)
+    arity = positional_arity(f)
 
     def grads_f(args: TensorLike | Sequence[TensorLike], dy: TensorLike | None = None
                 ) -> list[Tensor]:
         def body():
             xs = _as_args(args, "grads")
-            _, gs = _gradients(lambda: _call(f, arity, xs, "grads(f)([x1,...])"), xs, dy,
+            _, gs = _gradients(lambda: call_fitted(f, arity, xs, "grads(f)([x1,...])"), xs, dy,
                                "grads(f)([x1,...])",
                                "The shape of dy passed in grads(f)([x1,...], dy) must match "
                                "the shape returned by f([x1,...])", allow_unconnected,
@@ -262,12 +271,12 @@ def value_and_grad(f: Callable[..., Tensor], allow_unconnected: bool = False
     (9.0, 6.0)
     """
     _check_f(f, "value_and_grad")
-    arity = _arity(f)
+    arity = positional_arity(f)
 
     def vg(x: TensorLike, dy: TensorLike | None = None) -> ValueAndGrad:
         def body():
             xt = convert(x, "x", "value_and_grad")
-            y, gs = _gradients(lambda: _call(f, arity, [xt], "value_and_grad(f)(x)"), [xt], dy,
+            y, gs = _gradients(lambda: call_fitted(f, arity, [xt], "value_and_grad(f)(x)"), [xt], dy,
                                "value_and_grad(f)(x)",
                                "The shape of dy passed in value_and_grad(f)(x, dy) must match "
                                "the shape returned by f(x)", allow_unconnected,
@@ -288,13 +297,13 @@ def value_and_grads(f: Callable[..., Tensor], allow_unconnected: bool = False
     (10.0, 13.0)
     """
     _check_f(f, "value_and_grads")
-    arity = _arity(f)
+    arity = positional_arity(f)
 
     def vgs(args: TensorLike | Sequence[TensorLike], dy: TensorLike | None = None
             ) -> ValueAndGrads:
         def body():
             xs = _as_args(args, "value_and_grads")
-            y, gs = _gradients(lambda: _call(f, arity, xs, "value_and_grads(f)([x1,...])"), xs,
+            y, gs = _gradients(lambda: call_fitted(f, arity, xs, "value_and_grads(f)([x1,...])"), xs,
                                dy, "value_and_grads(f)([x1,...])",
                                "The shape of dy passed in value_and_grads(f)([x1,...], dy) "
                                "must match the shape returned by f([x1,...])",
@@ -623,6 +632,3 @@ def _restructure(template, it):
         return [_restructure(v, it) for v in template]
     return template
 
-
-# custom_grad lives in custom.py (it uses the helpers above)
-from .custom import custom_grad  # noqa: E402,F401

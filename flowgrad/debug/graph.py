@@ -21,7 +21,7 @@ from .. import engine as E
 from .. import tape
 from ..args import flag
 from ..errors import ArgumentError, GraphvizError
-from ..gradients import _arity, _call
+from ..gradients import call_fitted, positional_arity
 from ..ops import OPS
 from ..tensor import Tensor, Variable, convert
 from . import sites
@@ -362,8 +362,8 @@ def _record(f, args, labels, name):
         start = len(sess.nodes)      # inside an outer gradient call, its nodes come first
         ours = set()
         try:
-            arity = _arity(f)
-            y = _call(f, arity, xs) if xs else f()
+            arity = positional_arity(f)
+            y = call_fitted(f, arity, xs) if xs else f()
         finally:
             E.end_recording()
             sites.remove_checker(seen)
