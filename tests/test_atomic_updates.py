@@ -174,7 +174,7 @@ def _points(code):
 
 
 _POINTS = {}
-COMMIT = ("commit", "_store", "_finish")      # flowgrad/train/update.py's commit phase
+COMMIT = ("commit", "commit_fully", "_store", "_finish")    # train/update.py: the commit phase
 
 
 class Interrupter:

@@ -16,7 +16,8 @@ from ..gradients import check_var_list
 from ..names import camel_to_snake
 from ..tensor import convert, registered_variables
 from ..train import update
-from ..train.optimizers import Optimizer, _pairs
+from ..train.optimizers import Optimizer
+from ..train.update import gradient_pairs
 from .collectives import Bucket, check_agreement, signature
 from ..errors import DistributedError
 from . import sync
@@ -110,7 +111,7 @@ class DistributedOptimizer:
     def apply_gradients(self, grads, skip_nonfinite=False):
         """Average ``grads`` (any form the wrapped optimizer accepts) over the ranks, then
         apply them. Returns True if the update was applied."""
-        local = _pairs(grads)
+        local = gradient_pairs(grads)
         for v, g in local:
             if g is not None and getattr(v, "_disposed", False):
                 raise update.disposed(self.optimizer, v)     # before any rank averages

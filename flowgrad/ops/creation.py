@@ -382,6 +382,13 @@ def eye(num_rows, num_columns=None, batch_shape=None, dtype="float32"):
 _rng = np.random.default_rng()
 
 
+def random_generator():
+    """The NumPy generator that random ops without a seed draw from (one per process).
+    Public for train.checkpoint, which saves and restores its state so that a resumed run
+    draws the numbers the uninterrupted run would have."""
+    return _rng
+
+
 def _gen(seed):
     return _rng if seed is None else np.random.default_rng(seed)
 

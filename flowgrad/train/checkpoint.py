@@ -165,7 +165,7 @@ def _read_state(ckpt):
         raise ArgumentError(f"Checkpoint: the name {sorted(clash)[0]!r} is taken by an "
                             f"optimizer's slot: rename the variable")
     from ..ops import creation
-    manifest["rng"] = _jsonable(creation._rng.bit_generator.state)
+    manifest["rng"] = _jsonable(creation.random_generator().bit_generator.state)
     return tensors, manifest
 
 
@@ -359,15 +359,11 @@ def _restore(ckpt, path, tensors, manifest, partial):
     hyper = [(opt, _hyper(opt, saved_opts[p]["config"]), int(saved_opts[p]["skipped_steps"]))
              for p, opt in lay.optimizers.items()]
     from ..ops import creation
-    rng = creation._rng.bit_generator
+    rng = creation.random_generator().bit_generator
     args = (var_swaps, plans, hyper, rng, manifest.get("rng"), ckpt,
             int(manifest.get("save_counter", 0)))
     with update.STATE_LOCK:
-        try:
-            _commit(*args)
-        except BaseException:
-            update._finish(_commit, args)       # (an interrupt: the restore completes)
-            raise
+        update.commit_fully(_commit, args)       # (an interrupt: the restore completes)
 
 
 def _hyper(opt, saved):
@@ -394,7 +390,7 @@ def _commit(var_swaps, plans, hyper, rng, rng_state, ckpt, counter):
         carrier._data = old
         carrier._buf = old_buf
     for plan in plans:
-        update._store(plan.swaps, plan.regs, plan.opt._slots, plan.opt, plan.it)
+        plan.store()
     for opt, attrs, skipped in hyper:
         d = opt.__dict__
         for k, v in attrs.items():

@@ -26,7 +26,7 @@ from ..tensor import _VARIABLES
 from .clipping import clip_by_global_norm, clip_by_norm
 
 from . import fused, update
-from .update import Plan, _named, _own_copy, _pairs  # noqa: F401 (_pairs: tf.distributed)
+from .update import Plan, gradient_pairs, named_entry, own_copy
 if TYPE_CHECKING:
     from typing import Self, Union
 
@@ -164,7 +164,7 @@ class Optimizer:
         or step count changed. A disposed variable with a gradient is a ``DisposedError``.
         """
         self._check_alive()
-        return self._apply(_pairs(grads), skip_nonfinite)
+        return self._apply(gradient_pairs(grads), skip_nonfinite)
 
     def get_weights(self) -> list[Any]:
         """``[("iter", int32 scalar), ("<var>/<slot>", tensor)...]`` as name/tensor
@@ -191,7 +191,7 @@ class Optimizer:
         if not isinstance(weights, (list, tuple)):
             raise ArgumentError(f"{self.class_name}.set_weights() takes the list that "
                                 f"get_weights() returns, got {describe(weights)}")
-        entries = [_named(w) for w in weights]
+        entries = [named_entry(w) for w in weights]
         if not entries:
             raise ArgumentError("set_weights() needs at least the iteration count")
         name, it = entries[0]
@@ -214,7 +214,7 @@ class Optimizer:
             if var is None:
                 raise ArgumentError(f"set_weights(): no variable named '{vname}' is registered")
             # (by id: == on tensors is elementwise; a later entry wins)
-            values[(id(var), slot)] = (var, slot, _own_copy(t, name, var))
+            values[(id(var), slot)] = (var, slot, own_copy(t, name, var))
         try:
             for var, slot, value in values.values():
                 plan.put(plan.slots(var)[slot], value)

@@ -158,13 +158,14 @@ class Plan:
                          {"targets": tuple(s[0] for s in self.swaps), "regs": self.regs,
                           "opt": opt, "count": None if self.counts else self.it})
             return
-        args = (self.swaps, self.regs, opt._slots, opt, self.it)
         with STATE_LOCK:
-            try:
-                _store(*args)
-            except BaseException:
-                _finish(_store, args)
-                raise
+            commit_fully(_store, (self.swaps, self.regs, opt._slots, opt, self.it))
+
+    def store(self):
+        """The plan's stores alone (no lock, no rerun): for a caller that commits several
+        plans and more as one (train.checkpoint's restore), from its own store function run
+        under STATE_LOCK by commit_fully."""
+        _store(self.swaps, self.regs, self.opt._slots, self.opt, self.it)
 
     def abandon(self):
         """The step failed before its commit: free the slot variables made for it."""
@@ -185,6 +186,18 @@ def _store(swaps, regs, table, opt, it):
     opt.iterations = it
 
 
+def commit_fully(store, args):
+    """``store(*args)`` run to its end even when an interrupt lands in it, the interrupt
+    then going on. ``store`` must make only stores of values computed beforehand, so that
+    running it again gives the same result (see the module doc): a step's commit, the commit
+    kernel under tf.jit and train.checkpoint's restore all end this way."""
+    try:
+        store(*args)
+    except BaseException:
+        _finish(store, args)
+        raise
+
+
 def _finish(store, args):
     """Run an interrupted commit to its end (again, if another interrupt cuts it; a few
     times only, so that a commit that cannot complete raises instead of hanging)."""
@@ -202,13 +215,8 @@ def _finish(store, args):
 def _commit_kernel(B, *arrays, targets, regs, opt, count):
     # the step count is read when the kernel runs: a replay counts on from the last step
     it = opt.iterations + 1 if count is None else count
-    args = (targets, arrays, regs, opt._slots, opt, it)
     with STATE_LOCK:
-        try:
-            _adopt(*args)
-        except BaseException:
-            _finish(_adopt, args)
-            raise
+        commit_fully(_adopt, (targets, arrays, regs, opt._slots, opt, it))
     return B.asarray(opt.iterations, dtype=B.int32)
 
 
@@ -279,7 +287,9 @@ def prune(opt):
 
 # ---------------------------------------------------------------- gradient forms
 
-def _named(w):
+def named_entry(w):
+    """``(name, tensor)`` of one entry of set_weights' list: a ``{"name", "tensor"}`` result
+    or dict, or a ``(name, tensor)`` pair; ``(None, w)`` for anything else."""
     if isinstance(w, Result) or isinstance(w, dict):
         return w["name"], w["tensor"]
     if isinstance(w, (tuple, list)) and len(w) == 2 and isinstance(w[0], str):
@@ -287,8 +297,11 @@ def _named(w):
     return None, w
 
 
-def _pairs(grads):
-    """(variable, gradient) pairs from any of the accepted forms."""
+def gradient_pairs(grads):
+    """``[(variable, gradient)]`` from any form apply_gradients accepts: a mapping of
+    variable (or its name) to gradient, ``(gradient, variable)`` pairs, or TF.js's
+    ``{"name": ..., "tensor": ...}`` list. tf.distributed's optimizer reads its argument
+    the same way before averaging."""
     if isinstance(grads, dict):
         items = list(grads.items())
         return [(_lookup(k), g) for k, g in items]
@@ -335,8 +348,10 @@ def _grad_for(var, g):
     return g
 
 
-def _own_copy(t, name, var):
-    """A private copy of t in var's dtype (a slot trades arrays with it at the commit)."""
+def own_copy(t, name, var):
+    """A private copy of t in var's dtype: set_weights puts it in a Plan, and the slot
+    trades arrays with it at the commit (a tensor the caller still holds must not be
+    traded). ``name`` names t in a conversion error."""
     t = convert(t, name, "set_weights", dtype=var.dtype)
     arr = t.numpy()
     if arr.dtype != dtypes.NP[var.dtype]:
