@@ -16,7 +16,7 @@ from .. import engine as E
 from ..errors import ArgumentError, DistributedError
 from ..tensor import Tensor, Variable, convert, registered_variables
 from . import sync
-from .runtime import _ensure
+from .runtime import current_job
 
 _REDUCE_OPS = ("sum", "mean", "max", "min")
 
@@ -135,7 +135,7 @@ def all_reduce(tensors, op="mean"):
                             f"{', '.join(map(repr, _REDUCE_OPS))}")
     ts, rebuild = _flatten(tensors, "all_reduce")
     _check_dtypes(ts, "all_reduce", op)
-    s = _ensure()
+    s = current_job()
     if s.size == 1:
         return rebuild([E.make_tensor(E.from_host(np.array(E.to_host(t._array())))) for t in ts])
     bucket = _cache.get([(t.shape, dtypes.NP[t.dtype]) for t in ts])
@@ -160,7 +160,7 @@ def broadcast(tensors, root=0):
     """
     ts, rebuild = _flatten(tensors, "broadcast")
     _check_dtypes(ts, "broadcast")
-    s = _ensure()
+    s = current_job()
     _check_root(root, s, "broadcast")
     if s.size == 1:
         return rebuild([E.make_tensor(E.from_host(np.array(E.to_host(t._array())))) for t in ts])
@@ -197,7 +197,7 @@ def check_agreement(sig, what, fix):
     """All-gather each rank's signature (once: the pickle API is fine for this) and raise
     the same DistributedError on every rank when they differ. Returns rank 0's order of
     names, the order every rank then packs in."""
-    s = _ensure()
+    s = current_job()
     if s.size == 1:
         return [n for n, _, _ in sig]
     sync.enter(sync.AGREE, lambda: f"the check that ranks agree on {what}",
@@ -261,7 +261,7 @@ def broadcast_variables(variables=None, root=0):
                                 f"{type(v).__name__}, not a Variable; pass tf.variable(...) "
                                 f"objects (or nothing, for every registered variable)")
         v.throw_if_disposed()
-    s = _ensure()
+    s = current_job()
     _check_root(root, s, "broadcast_variables")
     if s.size == 1:
         return variables

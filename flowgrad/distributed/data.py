@@ -10,8 +10,7 @@ import numpy as np
 
 from ..errors import ArgumentError
 from ..tensor import Tensor
-from . import runtime
-from .runtime import _ensure
+from .runtime import current_job, is_initialized
 from .sync import set_batch
 
 
@@ -56,7 +55,7 @@ def _take(data, index):
 
 def _rank_size(rank, size):
     if rank is None or size is None:
-        s = _ensure()
+        s = current_job()
         rank = s.rank if rank is None else rank
         size = s.size if size is None else size
     for name, v in (("rank", rank), ("size", size)):
@@ -140,7 +139,8 @@ def batches(data, global_batch_size, epoch=0, seed=0, shuffle=True, rank=None, s
     n = _length(data, "batches")
     order = epoch_permutation(n, epoch, seed) if shuffle else np.arange(n)
     per = global_batch_size // size
-    job = runtime._state.initialized and size == runtime._state.size > 1    # this job's ranks: in step
+    # this job's ranks: in step
+    job = is_initialized() and size == current_job().size > 1
     for i, start in enumerate(range(0, n, global_batch_size)):
         idx = order[start:start + global_batch_size]
         if len(idx) < global_batch_size:

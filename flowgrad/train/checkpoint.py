@@ -32,7 +32,7 @@ from ..args import as_int, describe, flag
 from ..errors import ArgumentError, CheckpointError
 from ..tensor import Variable
 from . import checkpoint_file as CF
-from . import update
+from . import ranks, update  # ranks: rank 0 writes (tf.distributed, above, says which)
 from .optimizers import Optimizer
 from .schedules import Schedule
 
@@ -191,20 +191,6 @@ def _read(path):
     return tensors, manifest
 
 
-def _distributed():
-    """(rank, size) under tf.distributed, else (0, 1)."""
-    from ..distributed import runtime
-    if not runtime.is_initialized():
-        return 0, 1
-    return runtime.rank(), runtime.size()
-
-
-def _barrier():
-    from ..distributed import runtime
-    if runtime.is_initialized() and runtime.size() > 1:
-        runtime.barrier()
-
-
 # ---------------------------------------------------------------- Checkpoint
 
 class Checkpoint:
@@ -253,7 +239,7 @@ class Checkpoint:
         """Write the checkpoint to exactly ``path`` (atomically); returns it."""
         path = _path(path, "path", "Checkpoint.write")
         tensors, manifest = _state(self)
-        rank, _ = _distributed()
+        rank, _ = ranks.rank_and_size()
         if rank == 0:
             manifest_json = json.dumps(manifest, sort_keys=True)
             try:
@@ -261,7 +247,7 @@ class Checkpoint:
             except OSError as e:
                 raise CheckpointError(f"Checkpoint.write: {path}: cannot be written ({e})"
                                       ) from None
-        _barrier()
+        ranks.barrier()
         return path
 
     def restore(self, path: _Path, partial: bool = False) -> None:
@@ -517,10 +503,10 @@ class CheckpointManager:
         except BaseException:
             self.checkpoint.save_counter = before
             raise
-        rank, _ = _distributed()
+        rank, _ = ranks.rank_and_size()
         if rank == 0:
             self._prune(path)
-        _barrier()
+        ranks.barrier()
         return path
 
     def _prune(self, newest):

@@ -19,10 +19,10 @@ import sys
 import numpy as np
 
 from .. import engine as E
-from ..distributed.runtime import is_root
 from ..args import as_int, describe, flag
 from ..errors import ArgumentError
 from ..tensor import Tensor
+from .ranks import is_root      # (not tf.distributed's: that layer is above train)
 
 
 class _Observer:
