@@ -12,12 +12,12 @@ from .monitor import Flag, GradientMonitor, History, monitor
 from .plots import (plot_example_norms, plot_grad_flow, plot_grad_norms, plot_histograms,
                     plot_loss)
 from .report import report
+from . import numerics
 from .numerics import (Finding, NumericsError, NumericsWarning, check_numerics,
                        disable_debug_mode, enable_debug_mode)
-from .numerics import _from_environment
 from .per_example import per_example_grad_norms, worst_examples
 
-_from_environment()
+numerics.debug_mode_from_environment()      # FLOWGRAD_DEBUG=1 python train.py
 
 __all__ = ["Culprit", "Explanation", "Finding", "GradCheckError", "GradCheckReport",
            "HookHandle", "InputCheck", "InputExplanation", "NumericsError", "NumericsWarning",

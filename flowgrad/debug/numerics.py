@@ -276,7 +276,10 @@ def disable_debug_mode():
         _global = None
 
 
-def _from_environment():
+def debug_mode_from_environment():
+    """Turn debug mode on if the ``FLOWGRAD_DEBUG`` environment variable asks for it
+    (``1``, ``true``, ``raise``, ``yes``, ``on``: raise; ``warn``: warn), so a program can be
+    debugged without editing it. ``tf.debug`` calls it once, when it is imported."""
     flag = os.environ.get("FLOWGRAD_DEBUG", "").strip().lower()
     if flag in ("1", "true", "raise", "yes", "on"):
         enable_debug_mode("raise")
