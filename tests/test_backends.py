@@ -127,9 +127,14 @@ def test_layer_error_paths():
         tf.from_dlpack(Unreadable())
     with pytest.raises(BackendError, match="backend 'numpy' is active"):
         bk.unregister_backend("numpy")
-    from flowgrad.backends import ext
-    with pytest.raises(ValueError, match="extension 'pad' is registered twice"):
-        ext.extension("pad")(lambda B, x: x)
+    from flowgrad.backends import ext, ext_shape
+
+    def pad(B, x):
+        return x
+    with pytest.raises(ValueError, match="extension 'pad' is defined twice"):
+        ext.collect((ext_shape.EXTENSIONS, {}), ((pad,), {}))
+    with pytest.raises(ValueError, match="backend implementations of no extension: numpy.pda"):
+        ext.collect((ext_shape.EXTENSIONS, {("numpy", "pda"): pad}))
     from flowgrad import engine
     with pytest.raises(BackendError, match="belongs to no backend"):
         engine.to_host(object())

@@ -30,9 +30,6 @@ import itertools
 
 import numpy as np
 
-from .ext import extension, override
-
-
 # ---------------------------------------------------------------- host-side geometry
 
 def cell_slices(out, s, d, k, lead=1):
@@ -70,7 +67,6 @@ def clipped_cells(size, out, s, d, k, before, lead):
 
 # ---------------------------------------------------------------- windows
 
-@extension()
 def windows(B, xp, out, s, d, k):
     """The windows [N, *out, *k, ...] of a padded xp [N, *spatial, ...]: a stack of one
     strided slice per window cell (a copy, k times the output's size)."""
@@ -88,7 +84,6 @@ def _strided_windows(as_strided, xp, out, s, d, k):
     return as_strided(xp, shape, strides)
 
 
-@override("numpy", "windows")
 def _numpy_windows(xp, out, s, d, k):
     """A read-only strided view: no copy until a reshape makes the columns (im2col)."""
     return _strided_windows(
@@ -96,7 +91,6 @@ def _numpy_windows(xp, out, s, d, k):
         xp, out, s, d, k)
 
 
-@override("cupy", "windows")
 def _cupy_windows(xp, out, s, d, k):
     import cupy
     return _strided_windows(cupy.lib.stride_tricks.as_strided, xp, out, s, d, k)
@@ -104,7 +98,6 @@ def _cupy_windows(xp, out, s, d, k):
 
 # ---------------------------------------------------------------- window reductions
 
-@extension()
 def reduce_windows(B, xp, out, s, d, k, kind):
     """The ``kind`` ('sum' or 'max') of each window of a padded xp: [N, *out, ...]."""
     op = B.add if kind == "sum" else B.maximum
@@ -127,12 +120,10 @@ def _reduce_in_place(mod, xp, out, s, d, k, kind):
     return acc
 
 
-@override("numpy", "reduce_windows")
 def _numpy_reduce_windows(xp, out, s, d, k, kind):
     return _reduce_in_place(np, xp, out, s, d, k, kind)
 
 
-@override("cupy", "reduce_windows")
 def _cupy_reduce_windows(xp, out, s, d, k, kind):
     import cupy
     return _reduce_in_place(cupy, xp, out, s, d, k, kind)
@@ -144,7 +135,6 @@ def _cells(k):
     return itertools.product(*(range(v) for v in k))
 
 
-@extension()
 def dilate_windows(B, xp, w, out, s, d, k):
     """max over the window cells j of xp's cell plus w[j]: a padded xp [N, *spatial, C]
     and a filter w [*k, C] give [N, *out, C] (grayscale morphological dilation)."""
@@ -168,12 +158,10 @@ def _dilate_in_place(mod, xp, w, out, s, d, k):
     return acc
 
 
-@override("numpy", "dilate_windows")
 def _numpy_dilate_windows(xp, w, out, s, d, k):
     return _dilate_in_place(np, xp, w, out, s, d, k)
 
 
-@override("cupy", "dilate_windows")
 def _cupy_dilate_windows(xp, w, out, s, d, k):
     import cupy
     return _dilate_in_place(cupy, xp, w, out, s, d, k)
@@ -181,7 +169,6 @@ def _cupy_dilate_windows(xp, w, out, s, d, k):
 
 # ---------------------------------------------------------------- the adjoint of windows
 
-@extension()
 def scatter_windows(B, parts, shape, lead, out, s, d, k, before):
     """The adjoint of the windows: zeros of ``shape`` (spatial axes from ``lead``) plus, for
     each window cell j, ``parts``' j-th array [..., *out, ...] at the positions
@@ -227,12 +214,10 @@ def _scatter_in_place(zeros, parts, shape, lead, out, s, d, k, before):
     return acc
 
 
-@override("numpy", "scatter_windows")
 def _numpy_scatter_windows(parts, shape, lead, out, s, d, k, before):
     return _scatter_in_place(np.zeros, parts, shape, lead, out, s, d, k, before)
 
 
-@override("cupy", "scatter_windows")
 def _cupy_scatter_windows(parts, shape, lead, out, s, d, k, before):
     import cupy
     return _scatter_in_place(cupy.zeros, parts, shape, lead, out, s, d, k, before)
@@ -240,7 +225,6 @@ def _cupy_scatter_windows(parts, shape, lead, out, s, d, k, before):
 
 # ---------------------------------------------------------------- depthwise, layout
 
-@extension()
 def depthwise_dot(B, cols, w):
     """sum over the window cells of windows cols [N, *out, *k, C] times a depthwise filter
     w [*k, C, M]: [N, *out, C, M] (one matrix product per channel)."""
@@ -255,7 +239,6 @@ def depthwise_dot(B, cols, w):
     return B.reshape(B.permute_dims(B.matmul(a, b), (1, 0, 2)), rows + (c, m))
 
 
-@override("numpy", "depthwise_dot")
 def _numpy_depthwise_dot(cols, w):
     # NOTE: einsum over the strided view, 2x faster than the channel-batched matmul (its
     # products [N*P, K] @ [K, M] per channel are too thin for BLAS)
@@ -264,17 +247,33 @@ def _numpy_depthwise_dot(cols, w):
     return np.einsum(f"n{o}{k}c,{k}cm->n{o}cm", cols, w, optimize=True)
 
 
-@extension()
 def contiguous(B, x):
     """x in row-major memory order, for the libraries that have a memory layout (the
     standard has none: x itself)."""
     return x
 
 
-override("numpy", "contiguous")(np.ascontiguousarray)
-
-
-@override("cupy", "contiguous")
 def _cupy_contiguous(x):
     import cupy
     return cupy.ascontiguousarray(x)
+
+
+# ---------------------------------------------------------------- what ext.py collects
+
+# the generic implementations, f(B, ...), each under its own name
+EXTENSIONS = (windows, reduce_windows, dilate_windows, scatter_windows, depthwise_dot,
+              contiguous)
+# the backends' own implementations, f(...) without B: (backend, extension) -> f
+OVERRIDES = {
+    ("numpy", "windows"): _numpy_windows,
+    ("cupy", "windows"): _cupy_windows,
+    ("numpy", "reduce_windows"): _numpy_reduce_windows,
+    ("cupy", "reduce_windows"): _cupy_reduce_windows,
+    ("numpy", "dilate_windows"): _numpy_dilate_windows,
+    ("cupy", "dilate_windows"): _cupy_dilate_windows,
+    ("numpy", "scatter_windows"): _numpy_scatter_windows,
+    ("cupy", "scatter_windows"): _cupy_scatter_windows,
+    ("numpy", "depthwise_dot"): _numpy_depthwise_dot,
+    ("numpy", "contiguous"): np.ascontiguousarray,
+    ("cupy", "contiguous"): _cupy_contiguous,
+}

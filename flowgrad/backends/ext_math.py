@@ -18,8 +18,6 @@ like a ufunc, and ``fast_pow``.
 """
 import numpy as np
 
-from .ext import extension, override
-
 # ---------------------------------------------------------------- erf
 
 # Rational approximations of erf and erfc (Cephes, S. L. Moshier): erf(x) = x T(x^2)/U(x^2)
@@ -57,7 +55,6 @@ def _erfc_ratio(B, ab):
                    _poly(B, ab, _R) / _poly(B, ab, _S, True))
 
 
-@extension()
 def erf(B, x):
     """Elementwise error function, computed in float64 and returned in x's dtype. Both
     branches run on every element (no data-dependent shapes), each on inputs clamped to its
@@ -74,7 +71,6 @@ def erf(B, x):
     return B.astype(B.where(a <= 1.0, small, big), dtype, copy=False)
 
 
-@override("numpy", "erf")
 def _erf_numpy(x):
     # each branch only on its elements
     dtype = x.dtype
@@ -101,7 +97,6 @@ def _erf_numpy(x):
     return out.astype(dtype, copy=False)
 
 
-@override("cupy", "erf")
 def _erf_cupy(x):
     import cupyx.scipy.special as special
     return special.erf(x)
@@ -109,7 +104,6 @@ def _erf_cupy(x):
 
 # ---------------------------------------------------------------- softplus
 
-@extension()
 def softplus(B, x):
     """log(1 + e^x) without overflow: max(x, 0) + log1p(e^-|x|), the formula of NumPy's
     logaddexp(0, x)."""
@@ -120,7 +114,6 @@ _SOFTPLUS_SMALL = 192      # sizes below which one NumPy call beats the formula
 _ZEROS = {np.dtype(np.float32): np.float32(0), np.dtype(np.float64): np.float64(0)}
 
 
-@override("numpy", "softplus")
 def _softplus_numpy(x):
     # NOTE: np.logaddexp is one call but ~25 ns an element: the formula in place is 8x
     # faster on big arrays, logaddexp is faster on small ones (one call)
@@ -133,7 +126,6 @@ def _softplus_numpy(x):
     return np.add(t, np.maximum(x, 0), out=t)
 
 
-@override("cupy", "softplus")
 def _softplus_cupy(x):      # one kernel, not four
     import cupy
     return cupy.logaddexp(x.dtype.type(0), x)
@@ -141,7 +133,6 @@ def _softplus_cupy(x):      # one kernel, not four
 
 # ---------------------------------------------------------------- relu's gradient
 
-@extension()
 def relu_grad(B, dy, x):
     """dy · step(x), in dy's dtype and the broadcast shape: [conv] 0 at x = 0 (relu'(0) = 0),
     NaN where x is NaN (TF.js: step(NaN) = NaN)."""
@@ -154,7 +145,6 @@ def relu_grad(B, dy, x):
 _RELU_GRAD_SMALL = 512
 
 
-@override("numpy", "relu_grad")
 def _relu_grad_numpy(dy, x):
     # NOTE: np.heaviside is that step in one call, but branches per element: 10x slower
     # than a mask on big arrays of random signs; 2x faster than the mask and NaN check on
@@ -182,25 +172,21 @@ def _into(r, out):
     return out
 
 
-@extension()
 def sin_grad(B, dy, x, out=None, casting=None):
     """dy · cos x (sin's gradient)."""
     return _into(dy * B.cos(x), out)
 
 
-@extension()
 def cos_grad(B, dy, x, out=None, casting=None):
     """-(dy · sin x) (cos's gradient)."""
     return _into(-(dy * B.sin(x)), out)
 
 
-@extension()
 def square_grad(B, dy, x, out=None, casting=None):
     """dy · (x · 2) (square's gradient)."""
     return _into(dy * (x * 2), out)
 
 
-@extension()
 def tanh_grad(B, dy, y, out=None, casting=None):
     """dy · (1 - y²) (tanh's gradient, from its output y)."""
     return _into(dy * (1 - y * y), out)
@@ -236,7 +222,6 @@ def _run_steps(fn, ins, out, casting):
 # NOTE: without out= (eager kernels on small arrays, tf.jit's small steps) the rule's own
 # operators: ufunc calls with keywords cost more than the second array saves
 
-@override("numpy", "sin_grad")
 @_steps(("cos", ("a1",)), ("multiply", ("a0", "r")))
 def _sin_grad_numpy(dy, x, out=None, casting="same_kind"):
     if out is None:
@@ -244,7 +229,6 @@ def _sin_grad_numpy(dy, x, out=None, casting="same_kind"):
     return _run_steps(_sin_grad_numpy, (dy, x), out, casting)
 
 
-@override("numpy", "cos_grad")
 @_steps(("sin", ("a1",)), ("multiply", ("a0", "r")), ("negative", ("r",)))
 def _cos_grad_numpy(dy, x, out=None, casting="same_kind"):
     if out is None:
@@ -252,7 +236,6 @@ def _cos_grad_numpy(dy, x, out=None, casting="same_kind"):
     return _run_steps(_cos_grad_numpy, (dy, x), out, casting)
 
 
-@override("numpy", "square_grad")
 @_steps(("multiply", ("a1", 2)), ("multiply", ("a0", "r")))
 def _square_grad_numpy(dy, x, out=None, casting="same_kind"):
     if out is None:
@@ -260,7 +243,6 @@ def _square_grad_numpy(dy, x, out=None, casting="same_kind"):
     return _run_steps(_square_grad_numpy, (dy, x), out, casting)
 
 
-@override("numpy", "tanh_grad")
 @_steps(("multiply", ("a1", "a1")), ("subtract", (1, "r")), ("multiply", ("a0", "r")))
 def _tanh_grad_numpy(dy, y, out=None, casting="same_kind"):
     if out is None:
@@ -289,13 +271,11 @@ def small_exponent(a, b):
     return v if v in _SMALL else None
 
 
-@extension()
 def fast_pow(B, a, b, out=None, casting=None):
     """a ** b, elementwise (the backend's power; NumPy's own specialises small exponents)."""
     return _into(B.pow(a, b), out)
 
 
-@override("numpy", "fast_pow")
 def _fast_pow_numpy(a, b, out=None, casting="same_kind"):
     n = small_exponent(a, b)
     if n is None:
@@ -342,3 +322,22 @@ def _fast_pow_numpy(a, b, out=None, casting="same_kind"):
         if fix is not None:
             out[odd] = fix
     return out[()] if scalar else out
+
+
+# ---------------------------------------------------------------- what ext.py collects
+
+# the generic implementations, f(B, ...), each under its own name
+EXTENSIONS = (erf, softplus, relu_grad, sin_grad, cos_grad, square_grad, tanh_grad, fast_pow)
+# the backends' own implementations, f(...) without B: (backend, extension) -> f
+OVERRIDES = {
+    ("numpy", "erf"): _erf_numpy,
+    ("cupy", "erf"): _erf_cupy,
+    ("numpy", "softplus"): _softplus_numpy,
+    ("cupy", "softplus"): _softplus_cupy,
+    ("numpy", "relu_grad"): _relu_grad_numpy,
+    ("numpy", "sin_grad"): _sin_grad_numpy,
+    ("numpy", "cos_grad"): _cos_grad_numpy,
+    ("numpy", "square_grad"): _square_grad_numpy,
+    ("numpy", "tanh_grad"): _tanh_grad_numpy,
+    ("numpy", "fast_pow"): _fast_pow_numpy,
+}

@@ -24,23 +24,15 @@ array([3., 0., 3.])
 """
 import operator
 
-from .ext import extension, override
-
-
 # ---------------------------------------------------------------- matrix transpose
 
-@extension()
 def mT(B, x):
     """x with its last two axes swapped."""
     return B.matrix_transpose(x)
 
 
-override("numpy", "mT")(operator.attrgetter("mT"))
-
-
 # ---------------------------------------------------------------- einsum
 
-@extension()
 def einsum(B, equation, *operands):
     """``equation`` (canonical: 'ab,bc->ac') applied to ``operands`` of one dtype."""
     lhs, out = equation.split("->")
@@ -126,7 +118,6 @@ def _prod(ns):
     return p
 
 
-@override("numpy", "einsum")
 def _einsum_numpy(equation, *operands, optimize=None):
     import numpy as np
     if optimize is None:
@@ -137,7 +128,6 @@ def _einsum_numpy(equation, *operands, optimize=None):
     return out.astype(operands[0].dtype, copy=False)
 
 
-@override("cupy", "einsum")
 def _einsum_cupy(equation, *operands):
     import cupy
     out = cupy.einsum(equation, *operands)
@@ -148,7 +138,6 @@ def _einsum_cupy(equation, *operands):
 
 # ---------------------------------------------------------------- QR
 
-@extension()
 def householder_qr(B, x, full_matrices=False):
     """(q, r) of the matrices x[..., m, n] by TF.js's Householder algorithm (its signs);
     an all-zero column is left alone (TF.js gives NaN)."""
@@ -175,7 +164,6 @@ def householder_qr(B, x, full_matrices=False):
     return q, r
 
 
-@override("numpy", "householder_qr")
 def _householder_qr_numpy(x, full_matrices=False):
     import numpy as np
     q, r = np.linalg.qr(x, mode="complete" if full_matrices else "reduced")
@@ -199,7 +187,6 @@ def _householder_qr_numpy(x, full_matrices=False):
 
 # ---------------------------------------------------------------- scatter of a take
 
-@extension()
 def take_adjoint(B, v, idx, axis, n):
     """The adjoint of ``take(x, idx, axis=axis)`` for x of length n along axis: slot
     idx[i] sums v's slice i. Generic: v times the one-hot matrix of idx (fine for the
@@ -209,7 +196,6 @@ def take_adjoint(B, v, idx, axis, n):
     return B.moveaxis(out, -1, axis)
 
 
-@override("numpy", "take_adjoint")
 def _take_adjoint_numpy(v, idx, axis, n):
     # NOTE: idx is sorted here (resize taps): equal neighbours are summed by reduceat
     import numpy as np
@@ -226,7 +212,6 @@ def _take_adjoint_numpy(v, idx, axis, n):
 
 # ---------------------------------------------------------------- mirror padding
 
-@extension()
 def mirror_pad(B, x, paddings, mode):
     """x padded with its mirror image ('reflect': without the border entry, 'symmetric':
     with it); ``paddings`` holds one (before, after) pair per axis."""
@@ -241,13 +226,11 @@ def mirror_pad(B, x, paddings, mode):
     return x
 
 
-@override("numpy", "mirror_pad")
 def _mirror_pad_numpy(x, paddings, mode):
     import numpy as np
     return np.pad(x, paddings, mode=mode)
 
 
-@override("cupy", "mirror_pad")
 def _mirror_pad_cupy(x, paddings, mode):
     import cupy
     return cupy.pad(x, paddings, mode=mode)
@@ -255,7 +238,6 @@ def _mirror_pad_cupy(x, paddings, mode):
 
 # ---------------------------------------------------------------- diagonal matrices
 
-@extension()
 def diagflat(B, x):
     """The n x n matrix with the n entries of x (any shape, row-major) on its diagonal and
     zeros elsewhere."""
@@ -264,7 +246,6 @@ def diagflat(B, x):
     return B.where(on, B.reshape(x, (n, 1)), B.zeros((), dtype=x.dtype))
 
 
-@override("numpy", "diagflat")
 def _diagflat_numpy(x):
     import numpy as np
     n = x.size
@@ -273,7 +254,24 @@ def _diagflat_numpy(x):
     return out.reshape(n, n)
 
 
-@override("cupy", "diagflat")
 def _diagflat_cupy(x):
     import cupy
     return cupy.diagflat(x)
+
+
+# ---------------------------------------------------------------- what ext.py collects
+
+# the generic implementations, f(B, ...), each under its own name
+EXTENSIONS = (mT, einsum, householder_qr, take_adjoint, mirror_pad, diagflat)
+# the backends' own implementations, f(...) without B: (backend, extension) -> f
+OVERRIDES = {
+    ("numpy", "mT"): operator.attrgetter("mT"),
+    ("numpy", "einsum"): _einsum_numpy,
+    ("cupy", "einsum"): _einsum_cupy,
+    ("numpy", "householder_qr"): _householder_qr_numpy,
+    ("numpy", "take_adjoint"): _take_adjoint_numpy,
+    ("numpy", "mirror_pad"): _mirror_pad_numpy,
+    ("cupy", "mirror_pad"): _mirror_pad_cupy,
+    ("numpy", "diagflat"): _diagflat_numpy,
+    ("cupy", "diagflat"): _diagflat_cupy,
+}

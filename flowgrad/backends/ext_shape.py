@@ -7,12 +7,10 @@ override them with their native calls.
 >>> bk.namespace("numpy").segment_sum(np.array([1., 2., 3.]), np.array([0, 2, 0]), 3)
 array([4., 0., 2.])
 """
-from .ext import extension, override
 
 
 # ---------------------------------------------------------------- reductions
 
-@extension()
 def summable(B, x):
     """x as an array that ``B.sum`` / ``B.prod`` take with ``dtype=int32``: the standard
     sums numbers only, so bools become int32."""
@@ -23,14 +21,8 @@ def _same(x):
     return x
 
 
-# NOTE: NumPy sums bools with dtype=int32 as they are, twice as fast as a cast first
-override("numpy", "summable")(_same)
-override("cupy", "summable")(_same)
-
-
 # ---------------------------------------------------------------- pad
 
-@extension()
 def pad(B, x, widths, value=0):
     """x surrounded by ``value``: ``widths`` holds one (before, after) pair per axis."""
     shape = tuple(b + n + a for (b, a), n in zip(widths, x.shape))
@@ -49,7 +41,6 @@ def _scalar(B, value, dtype):
     return float(value)
 
 
-@override("numpy", "pad")
 def _pad_numpy(x, widths, value=0):
     # NOTE: np.pad costs ~10 us of Python per call; full + copy into the middle is ~3 us
     import numpy as np
@@ -59,7 +50,6 @@ def _pad_numpy(x, widths, value=0):
     return out
 
 
-@override("cupy", "pad")
 def _pad_cupy(x, widths, value=0):
     import cupy
     return cupy.pad(x, widths, constant_values=value)
@@ -67,7 +57,6 @@ def _pad_cupy(x, widths, value=0):
 
 # ---------------------------------------------------------------- segment sums
 
-@extension()
 def segment_sum(B, values, ids, n):
     """Rows of ``values`` (shape (N, ...)) summed by segment: ``out[s] = sum of values[j]
     where ids[j] == s``, for the 1-D integer ``ids`` in [0, n); shape (n, ...).
@@ -95,7 +84,6 @@ def segment_sum(B, values, ids, n):
     return B.where(B.reshape(hit, (n,) + ones), B.take(v, last, axis=0), zero)
 
 
-@override("numpy", "segment_sum")
 def _segment_sum_numpy(values, ids, n):
     import numpy as np
     out = np.zeros((n,) + values.shape[1:], dtype=values.dtype)
@@ -103,7 +91,6 @@ def _segment_sum_numpy(values, ids, n):
     return out
 
 
-@override("cupy", "segment_sum")
 def _segment_sum_cupy(values, ids, n):
     import cupy
     import cupyx
@@ -112,7 +99,6 @@ def _segment_sum_cupy(values, ids, n):
     return out
 
 
-@extension()
 def bincount(B, x, weights=None, minlength=0):
     """NumPy's ``bincount``: how often each value of the non-negative 1-D integer ``x``
     occurs (int64), or the sum of the ``weights`` of each value (in weights' dtype; NumPy
@@ -125,10 +111,6 @@ def bincount(B, x, weights=None, minlength=0):
     return B.segment_sum(weights, x, n)
 
 
-override("numpy", "bincount")(__import__("numpy").bincount)
-
-
-@override("cupy", "bincount")
 def _bincount_cupy(x, weights=None, minlength=0):
     import cupy
     return cupy.bincount(x, weights=weights, minlength=minlength)
@@ -136,7 +118,6 @@ def _bincount_cupy(x, weights=None, minlength=0):
 
 # ---------------------------------------------------------------- row replacement
 
-@extension()
 def put_rows(B, x, rows, updates):
     """A copy of x with ``x[rows[j]] = updates[j]``, for 1-D integer ``rows`` without
     duplicates. Generic: each row finds the update aimed at it with a segment sum."""
@@ -154,5 +135,21 @@ def _put_rows_native(x, rows, updates):
     return out
 
 
-override("numpy", "put_rows")(_put_rows_native)
-override("cupy", "put_rows")(_put_rows_native)
+# ---------------------------------------------------------------- what ext.py collects
+
+# the generic implementations, f(B, ...), each under its own name
+EXTENSIONS = (summable, pad, segment_sum, bincount, put_rows)
+# the backends' own implementations, f(...) without B: (backend, extension) -> f
+OVERRIDES = {
+    # NOTE: NumPy sums bools with dtype=int32 as they are, twice as fast as a cast first
+    ("numpy", "summable"): _same,
+    ("cupy", "summable"): _same,
+    ("numpy", "pad"): _pad_numpy,
+    ("cupy", "pad"): _pad_cupy,
+    ("numpy", "segment_sum"): _segment_sum_numpy,
+    ("cupy", "segment_sum"): _segment_sum_cupy,
+    ("numpy", "bincount"): __import__("numpy").bincount,
+    ("cupy", "bincount"): _bincount_cupy,
+    ("numpy", "put_rows"): _put_rows_native,
+    ("cupy", "put_rows"): _put_rows_native,
+}
