@@ -103,6 +103,7 @@ from . import tape as tape
 from .scopes import tidy as tidy
 from .debug.profile import time as time
 from . import train as train
+from . import user_frames as user_frames
 from .gradients import value_and_grad as value_and_grad
 from .gradients import value_and_grads as value_and_grads
 from .tensor import variable as variable

@@ -6,11 +6,15 @@ then the per-example (logical) shape, which is what ``shape`` says. Code inside 
 (the user's, and the gradient rules, which are written with flowgrad ops) sees only logical
 shapes; each kernel is run once on the whole batch by the primitive's batching rule:
 elementwise kernels broadcast over the batch axes, reductions and shape ops get their axes
-shifted past them, and a primitive with no rule runs once per example (a Python loop, with
-a one-time warning naming it). Every kernel call goes through ``run_batched`` while a vmap
-is active or a backward pass walks batched nodes, which the engine's kernel seam routes
-here (``E.run_kernel`` is wrapped, as tf.jit and the debug seams do: flowgrad/seams.py):
-nothing is paid otherwise.
+shifted past them, and a primitive declared to loop (``loop``) runs once per example (a
+Python loop, with a one-time warning naming it). Every kernel call goes through
+``run_batched`` while a vmap is active or a backward pass walks batched nodes, which the
+engine's kernel seam routes here (``E.run_kernel`` is wrapped, as tf.jit and the debug
+seams do: flowgrad/seams.py): nothing is paid otherwise.
+
+Each primitive declares its rule in its family file, beside its gradient (``vmap=`` or
+``@prim.def_vmap``; ``unary``/``binary`` give elementwise ops theirs): this module holds the
+generic rules they pick from and knows no op by name, so it sits below the op table.
 """
 import itertools
 import threading
@@ -21,6 +25,7 @@ from .forks import renew_after_fork
 from . import engine as E
 from . import seams
 from . import tape
+from . import user_frames
 from .errors import FlowgradError
 from .tensor import Tensor
 
@@ -35,10 +40,8 @@ class BatchedTensor(Tensor):
     __slots__ = ("_levels",)
 
     def _array(self):
-        from .debug import sites
-        from .ops import OPS
-        site = sites.capture(2)
-        if site is None or site.op in OPS:
+        site = user_frames.capture(2)
+        if site is None or user_frames.is_op_name(site.op):
             # an op checking its inputs' values (index bounds, non-negative counts): every
             # example's values at once are what it must check
             return self._data
@@ -132,7 +135,7 @@ def full(t, levels, sizes, rank=None):
     return a if a.shape == want else np.broadcast_to(a, want)
 
 
-def _shift(a, nb):
+def shift(a, nb):
     """A logical axis as a physical one: past the ``nb`` batch axes (a negative axis counts
     from the end, where batch axes change nothing: some kernels rely on that)."""
     a = int(a)
@@ -155,6 +158,11 @@ def activate():
         if _users == 0:
             seams.set_layer("batch", run_batched, link=_link)
         _users += 1
+
+
+def active():
+    """True while some vmap or backward pass over batched nodes is routing kernels here."""
+    return _users != 0
 
 
 def deactivate():
@@ -191,21 +199,18 @@ def run_batched(prim, inputs, attrs=None):
             lv = t._levels
             if lv != levels:
                 levels = lv if not levels else tuple(sorted(set(levels) | set(lv)))
-    rule = BOUNDARY.get(prim.name)
-    if rule is None:
-        if not levels:
-            return inner_run(prim, inputs, attrs)
-        rule = RULES.get(prim.name)
+    if not levels and not prim.vmap_boundary:
+        return inner_run(prim, inputs, attrs)
+    rule = prim.vmap_rule
     for t in inputs:
         if t._disposed:
             E.disposed_input(t, prim)
-    if rule is None:
+    if rule is None or rule is loop:
         rule = loop
         if prim.name not in _warned:
             _warned.add(prim.name)
-            from .debug import sites
-            sites.warn(f"tf.vmap: the kernel {prim.name} has no batching rule; it runs once "
-                       f"per example (a Python loop)", VmapFallbackWarning)
+            user_frames.warn(f"tf.vmap: the kernel {prim.name} has no batching rule; it runs "
+                             f"once per example (a Python loop)", VmapFallbackWarning)
     kw = attrs or {}
     q = E.fpe_saved()
     try:
@@ -243,16 +248,11 @@ def run_batched(prim, inputs, attrs=None):
             if prim.multi:
                 y._idx = i
     out = ys if prim.multi else ys[0]
-    checkers = _debug_checkers()
+    checkers = seams.CHECKERS
     if checkers:                            # (check_numerics, leak tracking: as in eager)
         for check in list(checkers):
             check(prim, inputs, attrs, out)
     return out
-
-
-def _debug_checkers():
-    sites = __import__("sys").modules.get("flowgrad.debug.sites")
-    return sites._checkers if sites is not None else ()
 
 
 class VmapFallbackWarning(UserWarning):
@@ -269,20 +269,20 @@ class Phys:
 
 # ---------------------------------------------------------------- rules
 
-RULES = {}
-BOUNDARY = {}               # vmap's entry and exit (flowgrad/vmap.py): run even unbatched
-
+# The generic rules the family files declare their primitives with (``vmap=``), and
+# ``loop``, the declared "once per example". A rule returns the output array(s) with the
+# union of the inputs' levels as leading axes (or a Phys when they differ).
 
 def _fwd(prim, arrays, attrs):
     return prim.fwd(E.B, *arrays, **attrs)
 
 
-def _elementwise(prim, inputs, attrs, levels):
+def elementwise(prim, inputs, attrs, levels):
     rank = max(len(t.shape) for t in inputs)
     return _fwd(prim, [physical(t, levels, rank) for t in inputs], attrs)
 
 
-def _same_shape(prim, inputs, attrs, levels):
+def same_shape(prim, inputs, attrs, levels):
     """Elementwise kernels that want equal shapes (add_n)."""
     sizes = sizes_of(inputs, levels)
     rank = max(len(t.shape) for t in inputs)
@@ -290,32 +290,32 @@ def _same_shape(prim, inputs, attrs, levels):
     return _fwd(prim, arrays, attrs)
 
 
-def _leading(prim, inputs, attrs, levels):
+def leading(prim, inputs, attrs, levels):
     """Kernels that act on trailing axes only and take batch axes as they come."""
     return _fwd(prim, [physical(t, levels) for t in inputs], attrs)
 
 
-def _reduce(prim, inputs, attrs, levels):
+def reduce(prim, inputs, attrs, levels):
     x, nb = inputs[0], len(levels)
     axes = attrs.get("axes")
     if axes is None:
         axes = tuple(range(len(x.shape)))
     elif isinstance(axes, (int, np.integer)):
         axes = (axes,)
-    kw = dict(attrs, axes=tuple(_shift(a, nb) for a in axes))
+    kw = dict(attrs, axes=tuple(shift(a, nb) for a in axes))
     return _fwd(prim, [physical(x, levels)], kw)
 
 
-def _axis_rule(name="axis", full_batch=False):
+def axis_rule(name="axis", full_batch=False):
     """Kernels with an axis attribute, shifted past the batch axes."""
     def rule(prim, inputs, attrs, levels):
         nb = len(levels)
         kw = dict(attrs)
         a = attrs.get(name, 0)
         if isinstance(a, (tuple, list)):
-            kw[name] = tuple(_shift(v, nb) for v in a)
+            kw[name] = tuple(shift(v, nb) for v in a)
         elif a is not None:
-            kw[name] = _shift(a, nb)
+            kw[name] = shift(a, nb)
         if full_batch:
             sizes = sizes_of(inputs, levels)
             arrays = [full(t, levels, sizes) for t in inputs]
@@ -325,14 +325,14 @@ def _axis_rule(name="axis", full_batch=False):
     return rule
 
 
-def _reshape(prim, inputs, attrs, levels):
+def reshape(prim, inputs, attrs, levels):
     x = inputs[0]
     sizes = sizes_of(inputs, levels)
     return _fwd(prim, [full(x, levels, sizes)], dict(attrs, shape=tuple(sizes) +
                                                       tuple(attrs["shape"])))
 
 
-def _transpose(prim, inputs, attrs, levels):
+def transpose(prim, inputs, attrs, levels):
     nb = len(levels)
     perm = attrs.get("perm")
     if perm is None:
@@ -341,19 +341,19 @@ def _transpose(prim, inputs, attrs, levels):
     return _fwd(prim, [physical(inputs[0], levels)], kw)
 
 
-def _tile(prim, inputs, attrs, levels):
+def tile(prim, inputs, attrs, levels):
     kw = dict(attrs, reps=(1,) * len(levels) + tuple(attrs["reps"]))
     return _fwd(prim, [physical(inputs[0], levels)], kw)
 
 
-def _broadcast_to(prim, inputs, attrs, levels):
+def broadcast_to(prim, inputs, attrs, levels):
     x = inputs[0]
     shape = tuple(attrs["shape"])
     a = physical(x, levels, len(shape))
     return _fwd(prim, [a], dict(attrs, shape=a.shape[:len(levels)] + shape))
 
 
-def _slice(prim, inputs, attrs, levels):
+def slice_(prim, inputs, attrs, levels):
     x = inputs[0]
     a = physical(x, levels)
     nb = len(levels)
@@ -362,34 +362,34 @@ def _slice(prim, inputs, attrs, levels):
     return _fwd(prim, [a], kw)
 
 
-def _pad(prim, inputs, attrs, levels):
+def pad(prim, inputs, attrs, levels):
     kw = dict(attrs, paddings=((0, 0),) * len(levels) + tuple(map(tuple,
                                                                     attrs["paddings"])))
     return _fwd(prim, [physical(inputs[0], levels)], kw)
 
 
-def _gather(prim, inputs, attrs, levels):
+def gather(prim, inputs, attrs, levels):
     x, idx = inputs
     if levels_of(idx) or attrs.get("batch_dims", 0):
         return loop(prim, inputs, attrs, levels)
-    kw = dict(attrs, axis=_shift(attrs.get("axis", 0), len(levels)))
+    kw = dict(attrs, axis=shift(attrs.get("axis", 0), len(levels)))
     return _fwd(prim, [physical(x, levels), idx._data], kw)
 
 
-def _strided_slice(prim, inputs, attrs, levels):
+def strided_slice(prim, inputs, attrs, levels):
     nb = len(levels)
     key = (slice(None),) * nb + tuple(attrs["key"])
     return _fwd(prim, [physical(inputs[0], levels)], dict(attrs, key=key))
 
 
-def _strided_slice_grad(prim, inputs, attrs, levels):
+def strided_slice_grad(prim, inputs, attrs, levels):
     nb = len(levels)
     a = physical(inputs[0], levels)
     return _fwd(prim, [a], dict(attrs, key=(slice(None),) * nb + tuple(attrs["key"]),
                                 shape=a.shape[:nb] + tuple(attrs["shape"])))
 
 
-def _mat_mul(prim, inputs, attrs, levels):
+def mat_mul(prim, inputs, attrs, levels):
     a, b = inputs
     rank = max(len(a.shape), len(b.shape))
     pa, pb = physical(a, levels, rank), physical(b, levels, rank)
@@ -405,7 +405,7 @@ def _mat_mul(prim, inputs, attrs, levels):
     return _fwd(prim, [pa, pb], attrs)
 
 
-def _merge_n(*lead):
+def merge_n(*lead):
     """Kernels over a leading logical batch axis N (NHWC convolutions, pooling, resizing):
     the vmap axes fold into N when only the inputs ``lead`` are batched."""
     def rule(prim, inputs, attrs, levels):
@@ -429,8 +429,9 @@ def _merge_n(*lead):
 
 
 def loop(prim, inputs, attrs, levels):
-    """Once per example: slice every input, run the kernel, stack the outputs (the fallback,
-    and what a rule falls back to where it does not apply)."""
+    """Once per example: slice every input, run the kernel, stack the outputs. Declared
+    (``vmap=loop``) by the kernels that no rule batches yet, which then warn once, and what
+    a rule falls back to where it does not apply."""
     sizes = sizes_of(inputs, levels)
     arrays = [physical(t, levels) for t in inputs]
     results = []
@@ -445,38 +446,10 @@ def loop(prim, inputs, attrs, levels):
     return np.stack([np.asarray(r) for r in results]).reshape(sizes + first.shape)
 
 
-_ELEMENTWISE = """Abs Acos Acosh Asin Asinh Atan Atanh Ceil Cos Cosh Elu Erf Exp Expm1 Floor
-IsFinite IsInf IsNan Log Log1p LogSigmoid LogicalNot Neg Reciprocal Relu Relu6 Round Rsqrt
-Selu Sigmoid Sign Sin Sinh Softplus Sqrt Square Step Tan Tanh Cast Identity OnesLike
-ZerosLike StopGradient LeakyRelu ClipByValue Add Sub Multiply RealDiv DivNoNan FloorDiv Mod
-Pow Maximum Minimum SquaredDifference Atan2 Equal NotEqual Greater GreaterEqual Less
-LessEqual LogicalAnd LogicalOr LogicalXor BitwiseAnd SigmoidGrad ReluGrad TanhGrad SinGrad CosGrad
-SquareGrad Select
-Prelu""".split()
-for _n in _ELEMENTWISE:
-    RULES[_n] = _elementwise
-for _n in ("Sum", "Mean", "Max", "Min", "Prod", "All", "Any"):
-    RULES[_n] = _reduce
-for _n in ("ArgMax", "ArgMin", "Cumsum", "Cumprod", "Softmax", "LogSoftmax"):
-    RULES[_n] = _axis_rule()
-RULES.update({
-    "AddN": _same_shape, "OneHot": _leading, "Reshape": _reshape, "Transpose": _transpose,
-    "Concat": _axis_rule(full_batch=True), "Pack": _axis_rule(full_batch=True),
-    "Unpack": _axis_rule(), "SplitV": _axis_rule(), "Reverse": _axis_rule("axes"),
-    "Tile": _tile, "BroadcastTo": _broadcast_to, "Slice": _slice, "PadV2": _pad,
-    "GatherV2": _gather, "BatchMatMul": _mat_mul, "MirrorPad": _pad,
-    "StridedSlice": _strided_slice, "StridedSliceGrad": _strided_slice_grad,
-})
-for _n in ("MatrixBandPart", "MatrixSolve", "Qr", "TopK"):     # act on the last axes
-    RULES[_n] = _leading
-for _n in ("Conv2D", "Conv3D", "DepthwiseConv2dNative", "Conv2DBackpropInput",
-           "Conv3DBackpropInputV2", "DepthwiseConv2dNativeBackpropInput", "MaxPool", "AvgPool",
-           "MaxPool3D", "AvgPool3D", "AvgPoolGrad", "AvgPool3DGrad", "DepthToSpace",
-           "SpaceToDepth", "ResizeBilinear", "ResizeNearestNeighbor", "ResizeBilinearGrad",
-           "ResizeNearestNeighborGrad"):
-    RULES[_n] = _merge_n(0)
-for _n in ("MaxPoolGrad", "MaxPool3DGrad", "MaxPoolGradGrad", "MaxPool3DGradGrad"):
-    RULES[_n] = _merge_n(0, 1)
+def takes_no_tensors(prim, inputs, attrs, levels):
+    """The rule of a kernel that takes no tensor inputs (creation, random numbers): nothing
+    of it can be batched, so run_batched never calls this (its declaration says so)."""
+    raise AssertionError(f"{prim.name} takes no tensors: it is never batched")
 
 
 # ---------------------------------------------------------------- backward passes

@@ -119,18 +119,24 @@ def total_bytes():
 
 
 class Primitive:
-    """One entry of the op table: a forward kernel and the rule for its gradient.
+    """One entry of the op table, declared whole in its family file: a forward kernel, the
+    rule for its gradient, its tf.vmap rule, whether it is impure, and its fusion forms.
 
     ``fwd(B, *arrays, **attrs)`` runs on backend arrays. ``vjp(dy, *inputs, [*outputs],
     **attrs)`` is written with flowgrad ops and returns one gradient per input (a bare tensor
     for one input, None for "no contribution"); ``vjp is None`` marks a non-differentiable op
-    (its inputs get zero gradient). Declared with the helpers in ``flowgrad.ops._core``.
+    (its inputs get zero gradient). ``vmap_rule(prim, inputs, attrs, levels)`` runs the
+    kernel on batched tensors (flowgrad/batching.py holds the generic rules, and ``loop``:
+    once per example, declared where no rule batches the kernel). Declared with the helpers
+    in ``flowgrad.ops._core``.
     """
     __slots__ = ("name", "fwd", "vjp", "multi", "save_y", "view", "cut", "vjp_needs",
-                 "strict", "batch", "ufunc", "arg_names", "zero_grad", "__weakref__")
+                 "strict", "batched_vjp", "ufunc", "expr", "impure", "vmap_rule",
+                 "vmap_boundary", "arg_names", "zero_grad", "__weakref__")
 
     def __init__(self, name, fwd, *, multi=False, save_y=False, view=False, cut=False,
-                 strict=False, batch=False, ufunc=None, zero_grad=False):
+                 strict=False, batched_vjp=False, ufunc=None, expr=None, impure=False,
+                 vmap=None, vmap_boundary=False, zero_grad=False):
         self.name = name          # kernel name, as in TF.js ("Exp", "BatchMatMul")
         self.fwd = fwd
         self.vjp = None
@@ -140,11 +146,20 @@ class Primitive:
         self.cut = cut            # stop_gradient: nothing flows through
         self.vjp_needs = False    # the rule takes ``needs=`` (which inputs want a gradient)
         self.strict = strict      # custom gradients: shapes must match exactly
-        # the rule accepts dy with extra leading (batch) axes: vectorised jacobians
-        self.batch = batch
-        # the kernel is this backend ufunc (by name) on float inputs: tf.jit may give it
-        # an out= buffer
+        # the vjp accepts dy with extra leading (batch) axes: vectorised jacobians
+        # (flowgrad/jacobians.py; not tf.vmap, whose rule is vmap_rule)
+        self.batched_vjp = batched_vjp
+        # fusion forms: the kernel is this backend ufunc (by name) on float inputs, so tf.jit
+        # may give it an out= buffer and fuse it; ``expr`` ("{0} + {1}"): it is this Python
+        # expression on float operands, which a replay writes inline
         self.ufunc = ufunc
+        self.expr = expr
+        # random or stateful: tf.jit never folds it nor removes it when its result is unused
+        self.impure = impure
+        # tf.vmap: the batching rule (None: undeclared; it then loops per example, warning),
+        # and whether it runs even when no input is batched (tf.vmap's entry and exit)
+        self.vmap_rule = vmap
+        self.vmap_boundary = vmap_boundary
         # non-differentiable, and TF.js registers a zero gradient for it (tf.get_gradient
         # answers with zeros): Floor, Sign, ArgMax, OnesLike...
         self.zero_grad = zero_grad
@@ -158,6 +173,12 @@ class Primitive:
         self.vjp = rule
         self.vjp_needs = code is not None and "needs" in code.co_varnames[:code.co_argcount
                                                                          + code.co_kwonlyargcount]
+        return rule
+
+    def def_vmap(self, rule):
+        """Decorator: set the tf.vmap rule of this primitive, ``rule(prim, inputs, attrs,
+        levels)`` (see flowgrad/batching.py)."""
+        self.vmap_rule = rule
         return rule
 
     def __repr__(self):

@@ -184,7 +184,7 @@ def _fusable(st, meta, float_dtypes):
     return n, dt
 
 
-def fuse(steps, meta, escape, impure, threads=None):
+def fuse(steps, meta, escape, threads=None):
     """The replay's steps with each maximal elementwise chain of at least two kernels on
     FUSE_MIN_BYTES or more replaced by ``("f", FusedChain, inputs, None, outputs)``.
 
@@ -220,7 +220,7 @@ def fuse(steps, meta, escape, impure, threads=None):
             continue
         refs = st[2] if st[0] == "k" else (st[2],)
         if chain and (any(r[0] == "s" and r[1] in made for r in refs) or
-                      (st[0] == "k" and st[1].name.startswith(impure))):
+                      (st[0] == "k" and st[1].impure)):
             close()
         out.append(st)
     close()

@@ -2,8 +2,9 @@
 points to ("optimisation with the Hessian matrix"), which TF.js does not have.
 
 Reverse mode runs ONE backward pass for a whole jacobian: the cotangent is the identity,
-carried as an extra leading (batch) axis through the rules (``Primitive.batch``). Ops whose
-rules cannot take a batch fall back to one pass per output element, with the same result.
+carried as an extra leading (batch) axis through the rules (``Primitive.batched_vjp``). Ops
+whose rules cannot take a batch fall back to one pass per output element, with the same
+result.
 
 Forward mode is the double-vjp construction: ``u -> J^T u`` is linear in u, so the vjp of
 that map with cotangent v is ``J v``. It needs no per-op tangent rule (every op, custom

@@ -35,7 +35,8 @@ from . import seams
 from .args import as_int, check_arity
 from .errors import ArgumentError, JitError
 from .names import Result
-from .replay_buffers import _Recycled, _plan, _ufunc_target
+from .ops import PRIMITIVES
+from .replay_buffers import Recycled, plan, ufunc_target
 from .tensor import Tensor, Variable, convert
 
 MAX_TRACES = 32
@@ -201,8 +202,11 @@ class _Program:
         return _unflatten(self.template, leaves)
 
 
-_IMPURE = ("Random", "Dropout", "ApplyUpdate")     # kernels a replay keeps even unused
-_ONES_KEEP = ("Reshape", "BroadcastTo", "Identity")  # kernels that keep an all-ones tensor so
+# The kernels the peepholes below know, by identity (a kernel renamed fails here, at import).
+# Which kernels a replay keeps even unused is each kernel's own declaration (impure=True).
+_FILL, _ADD, _MULTIPLY = PRIMITIVES["Fill"], PRIMITIVES["Add"], PRIMITIVES["Multiply"]
+# kernels that keep an all-ones tensor so
+_ONES_KEEP = (PRIMITIVES["Reshape"], PRIMITIVES["BroadcastTo"], PRIMITIVES["Identity"])
 
 
 def _simplify(tr, out_refs):
@@ -225,26 +229,26 @@ def _simplify(tr, out_refs):
             continue
         _, prim, refs, attrs, outs = st
         refs = tuple(sub(r) for r in refs)
-        name = prim.name
         if len(outs) == 1 and outs[0] not in returned and not prim.multi and \
-                all(r[0] == "c" for r in refs) and not name.startswith(_IMPURE):
+                all(r[0] == "c" for r in refs) and not prim.impure:
             val = _fold(prim, refs, attrs)
             alias[outs[0]] = ("c", val)
-            if name == "Fill" and attrs.get("value") == 1 or \
-                    name in _ONES_KEEP and _is_one(refs[0][1], ones_c):
+            if prim is _FILL and attrs.get("value") == 1 or \
+                    prim in _ONES_KEEP and _is_one(refs[0][1], ones_c):
                 ones_c.append(val)
             continue
         # kinds first: a constant ref holds an array, whose == is elementwise
-        if name == "Add" and refs[0][0] == "s" == refs[1][0] and refs[0][1] == refs[1][1] and \
+        kernel = prim
+        if kernel is _ADD and refs[0][0] == "s" == refs[1][0] and refs[0][1] == refs[1][1] and \
                 tr.meta[refs[0][1]][1] in E.B.float_dtypes:
             # x + x is 2 * x to the bit (both round the exact double), and one stream
             # fewer to read
-            prim, refs = _multiply(), (refs[0], ("c", _two(tr.meta[refs[0][1]][1])))
-        if name == "Fill" and attrs.get("value") == 1:
+            prim, refs = _MULTIPLY, (refs[0], ("c", _two(tr.meta[refs[0][1]][1])))
+        if kernel is _FILL and attrs.get("value") == 1:
             ones.add(outs[0])
-        elif name in _ONES_KEEP and refs[0][0] == "s" and refs[0][1] in ones:
+        elif kernel in _ONES_KEEP and refs[0][0] == "s" and refs[0][1] in ones:
             ones.add(outs[0])
-        elif name == "Multiply":
+        elif kernel is _MULTIPLY:
             out_meta = tr.meta[outs[0]]
             for a, b in (refs, refs[::-1]):
                 if (b[0] == "s" and b[1] in ones or b[0] == "c" and _is_one(b[1], ones_c)) \
@@ -258,8 +262,7 @@ def _simplify(tr, out_refs):
     live = {r[1] for r in out_refs if r[0] == "s"}
     kept = []
     for st in reversed(steps):
-        if st[0] == "k" and not any(o in live for o in st[4]) and \
-                not st[1].name.startswith(_IMPURE):
+        if st[0] == "k" and not any(o in live for o in st[4]) and not st[1].impure:
             continue
         kept.append(st)
         for r in (st[2] if st[0] == "k" else (st[2],)):
@@ -282,11 +285,6 @@ def _fold(prim, refs, attrs):
 
 def _is_one(val, ones_c):
     return any(v is val for v in ones_c)
-
-
-def _multiply():
-    from .ops import PRIMITIVES
-    return PRIMITIVES["Multiply"]
 
 
 _TWOS: dict[Any, Any] = {}
@@ -345,10 +343,10 @@ def _compile(tr, n_args, out_refs, threads=None, watch=None):
         return names[key] + ("._data" if kind == "v" else "")
 
     last, escape = _liveness(steps, out_refs)
-    steps = _fusion.fuse(steps, tr.meta, escape, _IMPURE, threads)
+    steps = _fusion.fuse(steps, tr.meta, escape, threads)
     if any(st[0] == "f" for st in steps):
         last, escape = _liveness(steps, out_refs)
-    pools, handed = _plan(tr, steps, last, escape)
+    pools, handed = plan(tr, steps, last, escape)
     lines = ["def replay(args):"]
     if watch is not None:   # first, the names it read by: unchanged, or return None
         lines += watch.lines(ns)
@@ -370,7 +368,7 @@ def _compile(tr, n_args, out_refs, threads=None, watch=None):
                     ns[f"p{o}"] = pools[o]
                     bufs.append(f"p{o}")
                 else:
-                    ns[f"r{o}"] = _Recycled(*tr.meta[o])
+                    ns[f"r{o}"] = Recycled(*tr.meta[o])
                     bufs.append(f"r{o}()")
             args = "".join(name_of(r) + ", " for r in refs)
             target = "".join(f"s{o}, " for o in outs)
@@ -380,7 +378,7 @@ def _compile(tr, n_args, out_refs, threads=None, watch=None):
             args = ", ".join(name_of(r) for r in refs)
             target = ", ".join(f"s{o}" for o in outs) + ("," if prim.multi and len(outs) == 1
                                                         else "")
-            kind = _ufunc_target(tr, prim, refs, outs, pools, escape)
+            kind = ufunc_target(tr, prim, refs, outs, pools, escape)
             if kind == "pool":
                 ns[f"u{i}"] = getattr(E.B, prim.ufunc)
                 buf = pools[outs[0]]
@@ -390,7 +388,7 @@ def _compile(tr, n_args, out_refs, threads=None, watch=None):
                     name = f"b{handed[id(buf)]}"
                     if name not in bound:
                         bound.add(name)
-                        ns["r" + name] = _Recycled(buf.shape, buf.dtype, buf)
+                        ns["r" + name] = Recycled(buf.shape, buf.dtype, buf)
                         lines.append(f"    {name} = r{name}()")
                     lines.append(f"    {target} = u{i}({args}, out={name})")
                 else:
@@ -398,12 +396,13 @@ def _compile(tr, n_args, out_refs, threads=None, watch=None):
                     lines.append(f"    {target} = u{i}({args}, out=p{outs[0]})")
             elif kind == "recycle":
                 ns[f"u{i}"] = getattr(E.B, prim.ufunc)
-                ns[f"r{outs[0]}"] = _Recycled(*tr.meta[outs[0]])
+                ns[f"r{outs[0]}"] = Recycled(*tr.meta[outs[0]])
                 lines.append(f"    {target} = u{i}({args}, out=r{outs[0]}())")
-            elif not attrs and prim.name in _OPERATORS and _all_float(tr, refs):
-                # the kernel's own body (its fwd is this operator on floats) without the
-                # call: on the 0-d values of small steps the call costs as much as the math
-                lines.append(f"    {target} = {_OPERATORS[prim.name].format(*args.split(', '))}")
+            elif not attrs and prim.expr is not None and _all_float(tr, refs):
+                # the kernel's own body (its fwd is this operator on floats: its declared
+                # expr) without the call: on the 0-d values of small steps the call costs
+                # as much as the math
+                lines.append(f"    {target} = {prim.expr.format(*args.split(', '))}")
             elif not attrs and prim.ufunc is not None and E.B.supports_out and \
                     _all_float(tr, refs):
                 # the backend function its fwd calls on floats, without the fwd's frame
@@ -427,12 +426,6 @@ def _compile(tr, n_args, out_refs, threads=None, watch=None):
     exec(compile(src, "<flowgrad.jit>", "exec"), ns)
     ns["__source__"] = src
     return ns["replay"], ns
-
-
-# kernels whose forward is exactly this Python operator when every operand is a float
-# (RealDiv floors int32 operands instead; tests/test_jit.py compares replays with eager)
-_OPERATORS = {"Add": "{0} + {1}", "Sub": "{0} - {1}", "Multiply": "{0} * {1}",
-              "RealDiv": "{0} / {1}", "Neg": "-{0}"}
 
 
 def _all_float(tr, refs):
@@ -531,7 +524,7 @@ def jit(fn: Any = None, *, max_traces: int = MAX_TRACES, threads: int | None = N
 
     @functools.wraps(fn)
     def wrapper(*args):
-        if E._tracer is not None or E._tls.s.recording or _batching._users:
+        if E._tracer is not None or E._tls.s.recording or _batching.active():
             # differentiated (is_recording, inlined), inside an outer trace, or inside
             # tf.vmap (batched tensors: the trace would see per-example shapes): eagerly
             return fn(*args)

@@ -20,7 +20,9 @@ def _big_float_ufunc(tr, prim, refs, outs):
     return all(r[0] != "s" or tr.meta[r[1]][1] == dt for r in refs)
 
 
-def _ufunc_target(tr, prim, refs, outs, pools, escape):
+def ufunc_target(tr, prim, refs, outs, pools, escape):
+    """Where a kernel's output goes: "pool" (its planned buffer), "recycle" (a returned
+    output's buffer from the last call), or None (a fresh array from the kernel)."""
     if outs[0] in pools:
         return "pool"
     if outs[0] in escape and _big_float_ufunc(tr, prim, refs, outs):
@@ -28,7 +30,7 @@ def _ufunc_target(tr, prim, refs, outs, pools, escape):
     return None
 
 
-class _Recycled:
+class Recycled:
     """The buffer of an output returned by the previous call, reused when nothing holds it
     any more (so a loop over a jitted function does not page-fault on fresh arrays)."""
     __slots__ = ("arr", "shape", "dtype")
@@ -44,7 +46,7 @@ class _Recycled:
         return a
 
 
-def _plan(tr, steps, last, escape):
+def plan(tr, steps, last, escape):
     """Preallocated buffers for large float outputs of elementwise kernels, reused once the
     slots using them are dead. Returns the slot -> buffer map and the buffers handed out
     as outputs (id -> number): an output computed in place over a dying input's buffer.

@@ -71,3 +71,12 @@ def layers():
     """The kinds of the layers that are on, outermost first."""
     with _lock:
         return [k for k in ORDER if k in _on]
+
+
+# ---------------------------------------------------------------- kernel checkers
+
+# Callables ``(prim, inputs, attrs, out) -> None`` run after every kernel while a debug mode
+# wants them (check_numerics, leak tracking, the graph, profiles: flowgrad/debug/sites.py
+# adds and removes them); the batched entry (flowgrad/batching.py) runs them too, so a
+# kernel inside tf.vmap is checked as in eager runs. Empty otherwise: nothing is paid.
+CHECKERS = []

@@ -276,7 +276,7 @@ def _backprop(y, dy, xs, sess, batch):
     lead = ()
     if batch:
         for n in order:
-            if not n.prim.batch:
+            if not n.prim.batched_vjp:
                 raise NotBatchable(n.prim.name)
         lead = dy.shape[:1]
     gsrc = {}

@@ -31,10 +31,12 @@ def _in_fwd(B, x, level, axis, size):
     raise AssertionError("VmapIn runs through its batching rule")
 
 
-_IN = E.Primitive("VmapIn", _in_fwd)
-_OUT = E.Primitive("VmapOut", _in_fwd)
+# (their rules run even on unbatched inputs: they make and unmake batched tensors)
+_IN = E.Primitive("VmapIn", _in_fwd, vmap_boundary=True)
+_OUT = E.Primitive("VmapOut", _in_fwd, vmap_boundary=True)
 
 
+@_IN.def_vmap
 def _in_rule(prim, inputs, attrs, levels):
     """Logical axis ``axis`` of x becomes the batch axis of ``level``."""
     x = inputs[0]
@@ -45,6 +47,7 @@ def _in_rule(prim, inputs, attrs, levels):
     return Phys(a, new)
 
 
+@_OUT.def_vmap
 def _out_rule(prim, inputs, attrs, levels):
     """The batch axis of ``level`` becomes logical axis ``axis`` (repeated ``size`` times
     when the tensor does not depend on the batch)."""
@@ -56,9 +59,6 @@ def _out_rule(prim, inputs, attrs, levels):
         return Phys(np.moveaxis(t._data, mine.index(lv), len(rest) + axis), rest)
     k = len(mine) + axis
     return Phys(np.repeat(np.expand_dims(t._data, k), attrs["size"], axis=k), mine)
-
-
-BT.BOUNDARY.update({"VmapIn": _in_rule, "VmapOut": _out_rule})
 
 
 def _enter(x, level, axis, size):

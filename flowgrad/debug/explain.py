@@ -21,6 +21,7 @@ from ..args import check_arity
 from ..errors import ArgumentError, DisposedError, FlowgradError
 from ..ops import OPS
 from ..tensor import Tensor, Variable, _VARIABLES, convert
+from .. import user_frames
 from . import sites
 
 
@@ -141,7 +142,7 @@ class _ReadWatcher:
         if self.previous is not None:
             self.previous.on_read(t)
         if threading.get_ident() == self.thread:
-            site = sites.capture(2)
+            site = user_frames.capture(2)
             if site is not None and site.op not in OPS:     # (an op checking its inputs)
                 self.reads.append((t, site))
 
@@ -226,7 +227,7 @@ def _raised_at(e):
     """ at file:line of the user's frame where ``e`` was raised ('' if none)."""
     tb, last = e.__traceback__, None
     while tb is not None:
-        if not sites.internal(tb.tb_frame.f_code.co_filename):
+        if not user_frames.internal(tb.tb_frame.f_code.co_filename):
             last = tb
         tb = tb.tb_next
     if last is None:

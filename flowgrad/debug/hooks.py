@@ -12,7 +12,7 @@ from ..forks import renew_after_fork
 from .. import tape
 from ..errors import ArgumentError, DisposedError
 from ..tensor import Tensor
-from . import sites
+from .. import user_frames
 
 
 # registering and removing hooks (not running them) may happen in several threads at once:
@@ -26,7 +26,7 @@ class _Hook:
     __slots__ = ("fn", "site")
 
     def __init__(self, fn):
-        self.fn, self.site = fn, sites.capture(2)
+        self.fn, self.site = fn, user_frames.capture(2)
 
     def __call__(self, g):
         return self.fn(g)

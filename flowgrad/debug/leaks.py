@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from ..forks import renew_after_fork
 from .. import engine as E
 from .. import seams
+from .. import user_frames
 from . import sites
 
 # ---------------------------------------------------------------- creation seam (shared)
@@ -187,7 +188,7 @@ class LeakTracker:
     def _seen(self, t, kind):
         if threading.get_ident() != self._thread:
             return              # (made by another thread, a data loader's say: not inside)
-        site = sites.capture(2)
+        site = user_frames.capture(2)
         if site is None:
             key, line, op = _UNKNOWN, "", "?"
         else:

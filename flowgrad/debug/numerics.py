@@ -17,6 +17,7 @@ from .. import engine as E
 from .. import tape
 from ..args import describe, flag
 from ..errors import ArgumentError, FlowgradError
+from ..user_frames import capture, warn
 from . import sites
 
 _FLOAT_KINDS = "f"
@@ -152,7 +153,7 @@ class check_numerics:
         self.findings.append(finding)
         if self.mode == "raise":
             raise NumericsError(finding)
-        sites.warn(str(finding), NumericsWarning)
+        warn(str(finding), NumericsWarning)
 
 
 _stack = []
@@ -184,7 +185,7 @@ def _forward_check(prim, inputs, attrs, out):
     created = not any(_bad(t._data) for t in inputs)
     names = prim.arg_names if len(prim.arg_names) == len(inputs) else \
         [f"input {i}" for i in range(len(inputs))]
-    site = sites.capture(1)
+    site = capture(1)
     op = site.op if site is not None else prim.name
     bad = next(o for o in outs if _bad(o._data))
     finding = Finding(op, prim.name, "forward", site, bad._data, inputs, names, created)

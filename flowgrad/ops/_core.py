@@ -11,13 +11,23 @@ A primitive is declared once, its forward kernel beside its gradient rule::
         return dy * y
 
 ``unary``/``binary`` build the public function (``tf.exp``), the Tensor method
-(``x.exp()``) and the table entry the tests walk. Ops with attributes declare the kernel
-with ``@primitive`` and write the public function by hand, right after it.
+(``x.exp()``) and the table entry the tests walk, and declare the op elementwise: its
+tf.vmap rule broadcasts over the batch axes. Ops with attributes declare the kernel with
+``@primitive`` and write the public function by hand, right after it; the declaration says
+everything else about the kernel (flags of ``engine.Primitive``)::
+
+    @primitive("Sum", batched_vjp=True, vmap=V.reduce)      # V: flowgrad/batching.py
+    @primitive("RandomNormal", impure=True, vmap=V.takes_no_tensors)
+    @primitive("Diag", vmap=V.loop)         # no rule batches it: once per example, declared
+
+and a rule of its own with ``@_kernel.def_vmap`` beside ``@_kernel.def_vjp``.
 """
 import numpy as np
 
+from .. import batching as V
 from .. import dtypes
 from .. import engine as E
+from .. import user_frames
 from ..args import (alive, as_int, as_ints, as_number, flag, norm_axes,  # noqa: F401
                     norm_axis)  # (re-exported: the family files import them from here)
 from ..errors import DtypeError
@@ -151,8 +161,10 @@ def export(fn=None, *, method=True, name=None, alias=(), namespace=None, kernel=
             NAMESPACES[namespace][n] = f
             return f
         OPS[n] = f
+        user_frames.add_op_name(n)      # (the user's line names the op: user_frames.py)
         for a in alias:
             OPS[a] = f
+            user_frames.add_op_name(a)
         if method:
             setattr(Tensor, n, f)
             for a in alias:
@@ -162,7 +174,9 @@ def export(fn=None, *, method=True, name=None, alias=(), namespace=None, kernel=
 
 
 def primitive(name, **flags):
-    """Decorator: make a forward kernel ``fwd(B, *arrays, **attrs)`` a Primitive."""
+    """Decorator: make a forward kernel ``fwd(B, *arrays, **attrs)`` a Primitive (``flags``:
+    those of ``engine.Primitive``: ``vmap=`` its tf.vmap rule, ``impure=True`` for random or
+    stateful kernels, ``ufunc=`` / ``expr=`` its fusion forms, ``batched_vjp=True``...)."""
     def deco(fwd):
         p = E.Primitive(name, fwd, **flags)
         PRIMITIVES[name] = p
@@ -192,6 +206,7 @@ def _finish(public, prim, kernel, opname, method):
     public.__module__ = kernel.__module__
     public.prim = prim
     public.vjp = prim.def_vjp
+    public.vmap = prim.def_vmap
     return export(public, method=method, name=opname)
 
 
@@ -272,7 +287,8 @@ def unary(name, *, policy="float", method=True, **flags):
     policy: "float" (int/bool inputs become float32), "numeric" (bool becomes int32),
     "any" (every dtype as is).
     """
-    flags.setdefault("batch", True)     # elementwise rules broadcast over batch axes
+    flags.setdefault("batched_vjp", True)   # elementwise rules broadcast over batch axes
+    flags.setdefault("vmap", V.elementwise)
     def deco(kernel):
         prim = primitive(name, **flags)(kernel)
         opname = kernel.__name__
@@ -368,7 +384,8 @@ def binary(name, *, policy="any", method=True, **flags):
     policy: "any" (the promoted dtype), "float" (int/bool promote to float32),
     "numeric" (bool promotes to int32), "bool" (both must be bool).
     """
-    flags.setdefault("batch", True)     # elementwise rules broadcast over batch axes
+    flags.setdefault("batched_vjp", True)   # elementwise rules broadcast over batch axes
+    flags.setdefault("vmap", V.elementwise)
     def deco(kernel):
         prim = primitive(name, **flags)(kernel)
         opname = kernel.__name__.rstrip("_")
@@ -403,7 +420,7 @@ def binary(name, *, policy="any", method=True, **flags):
 
 
 # Cast lives here because dtype promotion above needs it; it is an ordinary op otherwise.
-@primitive("Cast", batch=True)
+@primitive("Cast", batched_vjp=True, vmap=V.elementwise)
 def _cast(B, x, dtype):
     # dtype attributes are flowgrad names: each backend has its own dtype objects
     return B.astype(x, B.dtypes[dtype])

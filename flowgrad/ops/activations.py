@@ -5,6 +5,7 @@ Conventions at the kinks follow TF.js (relu'(0) = 0, elu'(0) = 1, selu'(0) = sca
 leaky_relu'(0) = α). The hot rules use fused gradient kernels (SigmoidGrad, ReluGrad) with
 their own rules, so higher orders stay exact.
 """
+from .. import batching as V
 from .. import engine as E
 from ._core import as_float, as_number, export, primitive, unary
 from .logical import where
@@ -35,7 +36,7 @@ def _(dy, x, y):
 
 # Fused gradient kernels: one op instead of three in every backward pass through tanh and
 # sigmoid. Their own rules keep higher orders exact.
-@primitive("SigmoidGrad", batch=True)
+@primitive("SigmoidGrad", batched_vjp=True, vmap=V.elementwise)
 def _sigmoid_grad(B, dy, y):
     return dy * y * (1 - y)
 
@@ -99,7 +100,7 @@ def _(dy, x):
     return E.run_kernel(_relu_grad, (dy, x))
 
 
-@primitive("ReluGrad", batch=True)
+@primitive("ReluGrad", batched_vjp=True, vmap=V.elementwise)
 def _relu_grad(B, dy, x):
     # [conv] relu'(0) = 0; a NaN input passes NaN (TF.js: dy * step(x), step(NaN) = NaN)
     return B.relu_grad(dy, x)
@@ -162,7 +163,7 @@ def _(dy, x):
     return where(x > 0, dy * SELU_SCALE, dy * (x.exp() * (SELU_SCALE * SELU_ALPHA)))
 
 
-@primitive("LeakyRelu", batch=True)
+@primitive("LeakyRelu", batched_vjp=True, vmap=V.elementwise)
 def _leaky_relu(B, x, alpha):
     return B.where(x > 0, x, x * alpha)
 

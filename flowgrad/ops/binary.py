@@ -4,6 +4,7 @@ Rules return gradients of the broadcast shape; the engine sums them back to each
 shape (so Maximum, Minimum and SquaredDifference reduce correctly, unlike TF.js). Rules
 taking ``needs`` skip the gradient of an input that does not lead to an x.
 """
+from .. import batching as V
 from .. import dtypes
 from .. import engine as E
 from ..errors import ArgumentError, DtypeError, ShapeError
@@ -12,7 +13,10 @@ from ._core import as_tensor, binary, binary_args, export, met_float, primitive
 from .logical import where
 
 
-@binary("Add", ufunc="add")
+# ufunc=: the backend ufunc the kernel is on floats (tf.jit pools and fuses it); expr=: the
+# Python operator it is on floats, which a tf.jit replay writes inline (RealDiv floors int32
+# operands instead; tests/test_jit.py compares replays with eager)
+@binary("Add", ufunc="add", expr="{0} + {1}")
 def add(B, a, b):
     """a + b, with broadcasting.
 
@@ -29,7 +33,7 @@ def _(dy, a, b):
     return dy, dy
 
 
-@binary("Sub", ufunc="subtract")
+@binary("Sub", ufunc="subtract", expr="{0} - {1}")
 def sub(B, a, b):
     """a - b, with broadcasting.
 
@@ -46,7 +50,7 @@ def _(dy, a, b, needs):
     return dy, (-dy if needs[1] else None)
 
 
-@binary("Multiply", ufunc="multiply")
+@binary("Multiply", ufunc="multiply", expr="{0} * {1}")
 def mul(B, a, b):
     """a · b, elementwise with broadcasting.
 
@@ -71,7 +75,7 @@ def _times_one(one, t):
     return t if t.shape == one.shape and t.dtype is one.dtype else one * t
 
 
-@binary("RealDiv", ufunc="true_divide")
+@binary("RealDiv", ufunc="true_divide", expr="{0} / {1}")
 def div(B, a, b):
     """a / b. Two int32 tensors divide with floor (TF.js): [5, -7] / 2 = [2, -4].
 
@@ -279,7 +283,7 @@ def _(dy, a, b, needs):
     return (da if needs[0] else None), (-div_no_nan(da * a, b) if needs[1] else None)
 
 
-@primitive("BitwiseAnd")
+@primitive("BitwiseAnd", vmap=V.elementwise)
 def _bitwise_and(B, a, b):
     return B.bitwise_and(a, b)
 
@@ -307,7 +311,7 @@ def bitwise_and(x, y):
 
 # ---------------------------------------------------------------- n-ary
 
-@primitive("AddN", batch=True)
+@primitive("AddN", batched_vjp=True, vmap=V.same_shape)
 def _add_n(B, *tensors):
     out = tensors[0]
     for t in tensors[1:]:

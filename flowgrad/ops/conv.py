@@ -22,6 +22,7 @@ from fractions import Fraction
 
 import numpy as np
 
+from .. import batching as V
 from .. import dtypes
 from .. import engine as E
 from ..args import check_alloc, choice, describe
@@ -282,12 +283,11 @@ def _conv_bf(B, x, dy, geo):
 def _batched_windows(inputs, attrs, levels):
     """For tf.vmap of a filter gradient: x's windows with the vmap axes joined to N
     [S*N, *out, *k, C], dy with its vmap axes [S, ...], the vmap sizes."""
-    from ..batching import full, sizes_of
     x, dy = inputs
-    sizes = sizes_of(inputs, levels)
+    sizes = V.sizes_of(inputs, levels)
     s = math.prod(sizes)
-    xa = E.B.reshape(full(x, levels, sizes), (s * x.shape[0],) + tuple(x.shape[1:]))
-    return forward_windows(E.B, xa, attrs["geo"]), full(dy, levels, sizes), sizes, s
+    xa = E.B.reshape(V.full(x, levels, sizes), (s * x.shape[0],) + tuple(x.shape[1:]))
+    return forward_windows(E.B, xa, attrs["geo"]), V.full(dy, levels, sizes), sizes, s
 
 
 def _conv_bf_batched(prim, inputs, attrs, levels):
@@ -310,16 +310,6 @@ def _dw_bf_batched(prim, inputs, attrs, levels):
     d = B.reshape(dy, (s, -1, c, dy.shape[-1] // c))                          # [S,NP,C,M]
     r = B.matmul(a, B.permute_dims(d, (0, 2, 1, 3)))                          # [S, C, K, M]
     return B.reshape(B.permute_dims(r, (0, 2, 1, 3)), tuple(sizes) + k + (c, r.shape[-1]))
-
-
-def _register_batching():
-    from ..batching import RULES
-    for name in ("Conv2DBackpropFilter", "Conv3DBackpropFilterV2"):
-        RULES[name] = _conv_bf_batched
-    RULES["DepthwiseConv2dNativeBackpropFilter"] = _dw_bf_batched
-
-
-_register_batching()
 
 
 # Depthwise: a filter [*k, C, M] maps channel c to outputs c*M .. c*M + M-1.
@@ -352,11 +342,15 @@ def _dw_bf(B, x, dy, geo):
     return B.reshape(B.permute_dims(r, (1, 0, 2)), tuple(geo.k) + (c, r.shape[-1]))
 
 
-def _family(names, fwd, bi, bf):
-    """Declare conv / backprop-input / backprop-filter as three mutually adjoint primitives."""
-    conv = primitive(names[0])(lambda B, x, filter, geo: fwd(B, x, filter, geo))
-    back_in = primitive(names[1])(lambda B, dy, filter, geo: bi(B, dy, filter, geo))
-    back_f = primitive(names[2])(lambda B, x, dy, geo: bf(B, x, dy, geo))
+def _family(names, fwd, bi, bf, bf_vmap):
+    """Declare conv / backprop-input / backprop-filter as three mutually adjoint primitives
+    (under tf.vmap, the batch of images folds into N; the filter gradient, per example, is
+    ``bf_vmap``)."""
+    conv = primitive(names[0], vmap=V.merge_n(0))(
+        lambda B, x, filter, geo: fwd(B, x, filter, geo))
+    back_in = primitive(names[1], vmap=V.merge_n(0))(
+        lambda B, dy, filter, geo: bi(B, dy, filter, geo))
+    back_f = primitive(names[2], vmap=bf_vmap)(lambda B, x, dy, geo: bf(B, x, dy, geo))
 
     @conv.def_vjp
     def _(dy, x, filter, geo, needs):
@@ -380,11 +374,11 @@ def _family(names, fwd, bi, bf):
 
 # Conv1D is TF.js's Conv2D on a height-1 image; the kernels take any number of axes.
 CONV2D = _family(("Conv2D", "Conv2DBackpropInput", "Conv2DBackpropFilter"),
-                 _conv, _conv_bi, _conv_bf)
+                 _conv, _conv_bi, _conv_bf, _conv_bf_batched)
 CONV3D = _family(("Conv3D", "Conv3DBackpropInputV2", "Conv3DBackpropFilterV2"),
-                 _conv, _conv_bi, _conv_bf)
+                 _conv, _conv_bi, _conv_bf, _conv_bf_batched)
 DEPTHWISE = _family(("DepthwiseConv2dNative", "DepthwiseConv2dNativeBackpropInput",
-                     "DepthwiseConv2dNativeBackpropFilter"), _dw, _dw_bi, _dw_bf)
+                     "DepthwiseConv2dNativeBackpropFilter"), _dw, _dw_bi, _dw_bf, _dw_bf_batched)
 
 
 # ---------------------------------------------------------------- public functions

@@ -8,6 +8,7 @@ import math
 
 import numpy as np
 
+from .. import batching as V
 from .. import dtypes
 from .. import engine as E
 from ..errors import ArgumentError, BackendError, DtypeError, ShapeError
@@ -197,7 +198,7 @@ tensor2d, tensor3d, tensor4d, tensor5d, tensor6d = (_tensor_nd(r) for r in _buil
 
 # ---------------------------------------------------------------- filled
 
-@primitive("Fill")
+@primitive("Fill", vmap=V.takes_no_tensors)
 def _fill(B, shape, value, dtype):
     return B.full(shape, value, dtype=B.dtypes[dtype])
 
@@ -262,12 +263,12 @@ def ones(shape, dtype="float32"):
     return fill(shape, 1, _dtype(dtype, fn="ones()"))
 
 
-@primitive("ZerosLike", zero_grad=True)
+@primitive("ZerosLike", zero_grad=True, vmap=V.elementwise)
 def _zeros_like(B, x):
     return B.zeros_like(x)
 
 
-@primitive("OnesLike", zero_grad=True)
+@primitive("OnesLike", zero_grad=True, vmap=V.elementwise)
 def _ones_like(B, x):
     return B.ones_like(x)
 
@@ -298,7 +299,7 @@ def ones_like(x):
 
 # ---------------------------------------------------------------- ranges
 
-@primitive("Range")
+@primitive("Range", vmap=V.takes_no_tensors)
 def _range(B, start, stop, step, dtype):
     # float bounds: the default float dtype (float64), then cast, as NumPy does
     return B.astype(B.arange(start, stop, step), B.dtypes[dtype])
@@ -330,7 +331,7 @@ def range(start, stop=None, step=1, dtype="float32"):  # noqa: A001 - the TF.js 
                                      "dtype": dt})
 
 
-@primitive("LinSpace")
+@primitive("LinSpace", vmap=V.takes_no_tensors)
 def _linspace(B, start, stop, num, dtype):
     return B.astype(B.linspace(start, stop, num, dtype=B.dtypes["float64"]), B.dtypes[dtype])
 
@@ -353,7 +354,7 @@ def linspace(start, stop, num):
                                         "num": num, "dtype": dtypes.float32})
 
 
-@primitive("Eye")
+@primitive("Eye", vmap=V.takes_no_tensors)
 def _eye(B, n, m, batch_shape, dtype):
     e = B.eye(n, m, dtype=B.dtypes[dtype])
     return B.asarray(B.broadcast_to(e, batch_shape + (n, m)), copy=True) if batch_shape else e
@@ -393,7 +394,7 @@ def _gen(seed):
     return _rng if seed is None else np.random.default_rng(seed)
 
 
-@primitive("RandomNormal")
+@primitive("RandomNormal", impure=True, vmap=V.takes_no_tensors)
 def _random_normal(B, shape, mean, stddev, dtype, seed, truncated):
     g = _gen(seed)
     v = g.standard_normal(shape)
@@ -441,7 +442,7 @@ def truncated_normal(shape, mean=0.0, stddev=1.0, dtype=None, seed=None):
     return _normal(shape, mean, stddev, dtype, seed, True, "truncated_normal()")
 
 
-@primitive("RandomUniform")
+@primitive("RandomUniform", impure=True, vmap=V.takes_no_tensors)
 def _random_uniform(B, shape, minval, maxval, dtype, seed):
     g = _gen(seed)
     if dtype == dtypes.int32:
@@ -482,7 +483,7 @@ def random_uniform(shape, minval=0.0, maxval=1.0, dtype="float32", seed=None):
 
 # ---------------------------------------------------------------- one-hot
 
-@primitive("OneHot", zero_grad=True)
+@primitive("OneHot", zero_grad=True, vmap=V.leading)
 def _one_hot(B, indices, depth, on_value, off_value, dtype):
     eq = indices[..., None] == B.arange(depth, dtype=indices.dtype)
     f64 = B.dtypes["float64"]

@@ -8,6 +8,7 @@ the same taps and weights, declared as a primitive whose own gradient is the res
 so derivatives of every order are right (TF.js's bilinear gradient swaps height and width
 for non-square images and both gradients ignore half_pixel_centers).
 """
+from .. import batching as V
 from .. import dtypes
 from .. import engine as E
 from ..args import check_alloc, flag
@@ -73,7 +74,7 @@ def _lerp_adjoint(B, g, lo, hi, frac, axis, n):
 
 # ---------------------------------------------------------------- bilinear
 
-@primitive("ResizeBilinear")
+@primitive("ResizeBilinear", vmap=V.merge_n(0))
 def _resize_bilinear(B, images, size, align_corners, half_pixel_centers):
     h, w = images.shape[1:3]
     rows = _bilinear_taps(B, h, size[0], align_corners, half_pixel_centers)
@@ -88,7 +89,7 @@ def _(dy, images, size, align_corners, half_pixel_centers):
         "half_pixel_centers": half_pixel_centers})
 
 
-@primitive("ResizeBilinearGrad")
+@primitive("ResizeBilinearGrad", vmap=V.merge_n(0))
 def _resize_bilinear_grad(B, dy, in_size, align_corners, half_pixel_centers):
     (h, w), (nh, nw) = in_size, dy.shape[1:3]
     rows = _bilinear_taps(B, h, nh, align_corners, half_pixel_centers)
@@ -106,7 +107,7 @@ def _(ddx, dy, in_size, align_corners, half_pixel_centers):
 
 # ---------------------------------------------------------------- nearest neighbour
 
-@primitive("ResizeNearestNeighbor")
+@primitive("ResizeNearestNeighbor", vmap=V.merge_n(0))
 def _resize_nearest(B, images, size, align_corners, half_pixel_centers):
     h, w = images.shape[1:3]
     ri = _nearest_index(B, h, size[0], align_corners, half_pixel_centers)
@@ -121,7 +122,7 @@ def _(dy, images, size, align_corners, half_pixel_centers):
         "half_pixel_centers": half_pixel_centers})
 
 
-@primitive("ResizeNearestNeighborGrad")
+@primitive("ResizeNearestNeighborGrad", vmap=V.merge_n(0))
 def _resize_nearest_grad(B, dy, in_size, align_corners, half_pixel_centers):
     (h, w), (nh, nw) = in_size, dy.shape[1:3]
     ri = _nearest_index(B, h, nh, align_corners, half_pixel_centers)

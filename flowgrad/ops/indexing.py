@@ -10,6 +10,7 @@ import math
 
 import numpy as np
 
+from .. import batching as V
 from .. import dtypes
 from .. import engine as E
 from ..args import check_alloc
@@ -42,17 +43,17 @@ def _take(B, x, indices, axis, bd):
     return B.reshape(B.take(B.reshape(x, (nb * no * n, ni)), rows, axis=0), shape)
 
 
-@primitive("GatherV2")
+@primitive("GatherV2", vmap=V.gather)
 def _gather(B, x, indices, axis, batch_dims=0):
     return _take(B, x, indices, axis, batch_dims)
 
 
 @_gather.def_vjp
 def _(dy, x, indices, axis, batch_dims=0):
-    return _scatter_add(dy, indices, axis, x.shape[axis], batch_dims), None
+    return scatter_add_along(dy, indices, axis, x.shape[axis], batch_dims), None
 
 
-@primitive("ScatterAdd")
+@primitive("ScatterAdd", vmap=V.loop)
 def _scatter_add_k(B, dy, indices, axis, n, batch_dims=0):
     # dy seen as (nb, no, k, ni): entry (b, o, j) goes to segment (b * no + o) * n +
     # indices[b, j]; out-of-range (negative) ids go to a spare last segment, dropped (TF.js)
@@ -74,25 +75,28 @@ def _scatter_add_k(B, dy, indices, axis, n, batch_dims=0):
 
 @_scatter_add_k.def_vjp
 def _(ddx, dy, indices, axis, n, batch_dims=0):
-    return _gather_raw(ddx, indices, axis, batch_dims), None
+    return gather_or_zero(ddx, indices, axis, batch_dims), None
 
 
-def _scatter_add(dy, indices, axis, n, batch_dims=0):
+def scatter_add_along(dy, indices, axis, n, batch_dims=0):
+    """The rows of ``dy`` summed into ``n`` rows along ``axis`` at ``indices`` (the gradient
+    of a gather; out-of-range ids are dropped). For the family files, not a public op."""
     attrs = {"axis": axis, "n": n}
     if batch_dims:
         attrs["batch_dims"] = batch_dims
     return E.run_kernel(_scatter_add_k, (dy, indices), attrs)
 
 
-def _gather_raw(x, indices, axis, batch_dims=0):
-    # out-of-range (negative) ids select nothing: zeros where they stand
+def gather_or_zero(x, indices, axis, batch_dims=0):
+    """The rows of ``x`` at ``indices`` along ``axis``, zeros where an id is out of range
+    (the adjoint of scatter_add_along). For the family files, not a public op."""
     attrs = {"axis": axis}
     if batch_dims:
         attrs["batch_dims"] = batch_dims
     return E.run_kernel(_gather_pad, (x, indices), attrs)
 
 
-@primitive("GatherOrZero")
+@primitive("GatherOrZero", vmap=V.loop)
 def _gather_pad(B, x, indices, axis, batch_dims=0):
     n = x.shape[axis]
     ok = (indices >= 0) & (indices < n)
@@ -107,7 +111,7 @@ def _gather_pad(B, x, indices, axis, batch_dims=0):
 
 @_gather_pad.def_vjp
 def _(dy, x, indices, axis, batch_dims=0):
-    return _scatter_add(dy, indices, axis, x.shape[axis], batch_dims), None
+    return scatter_add_along(dy, indices, axis, x.shape[axis], batch_dims), None
 
 
 def _check_indices(indices, n, fn, what="indices"):
@@ -193,7 +197,7 @@ def unsorted_segment_sum(x, segment_ids, num_segments):
                          f"prefix of x's shape {x.shape}")
     n = as_int(num_segments, "num_segments", "unsorted_segment_sum", 0)
     check_alloc((n,) + x.shape[ids.rank:], x.dtype, "unsorted_segment_sum")
-    return _scatter_add(x, ids, 0, n)
+    return scatter_add_along(x, ids, 0, n)
 
 
 # ---------------------------------------------------------------- gather_nd / scatter_nd
@@ -212,7 +216,7 @@ def _rows(B, indices, lead):
     return B.reshape(rows, (-1,))
 
 
-@primitive("GatherNd")
+@primitive("GatherNd", vmap=V.loop)
 def _gather_nd(B, x, indices):
     d = indices.shape[-1]
     rows = _rows(B, indices, x.shape[:d])
@@ -225,7 +229,7 @@ def _(dy, x, indices):
     return E.run_kernel(_scatter_nd_k, (indices, dy), {"shape": x.shape}), None
 
 
-@primitive("ScatterNd")
+@primitive("ScatterNd", vmap=V.loop)
 def _scatter_nd_k(B, indices, updates, shape):
     d = indices.shape[-1]
     rest = shape[d:]
@@ -240,7 +244,7 @@ def _(dy, indices, updates, shape):
     return None, E.run_kernel(_gather_nd, (dy, indices))
 
 
-@primitive("TensorScatterUpdate")
+@primitive("TensorScatterUpdate", vmap=V.loop)
 def _tensor_scatter_update_k(B, tensor, indices, updates):
     # NOTE: indices hold no duplicate here (the public function keeps the last one), so
     # the assignment order, which NumPy leaves unspecified, does not matter.
@@ -398,7 +402,7 @@ def tensor_scatter_update(tensor, indices, updates):
 
 # ---------------------------------------------------------------- Python indexing
 
-@primitive("StridedSlice", batch=True)
+@primitive("StridedSlice", batched_vjp=True, vmap=V.strided_slice)
 def _strided_slice(B, x, key):
     # (an int key on a vector gives a NumPy scalar: keep an array)
     return own_buffer(B, B.asarray(x[key]), x)
@@ -418,7 +422,7 @@ def _(dy, x, key):
                                                        "shape": dy.shape[:k] + x.shape})
 
 
-@primitive("StridedSliceGrad", batch=True)
+@primitive("StridedSliceGrad", batched_vjp=True, vmap=V.strided_slice_grad)
 def _strided_slice_grad(B, dy, key, shape):
     out = B.zeros(shape, dtype=dy.dtype)
     # the standard's __setitem__ takes no None: drop the new axes, and dy's axes of size 1

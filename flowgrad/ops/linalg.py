@@ -6,6 +6,7 @@ import string
 
 import numpy as np
 
+from .. import batching as V
 from .. import dtypes
 from .. import engine as E
 from ..errors import ArgumentError, GradientError, ShapeError
@@ -15,7 +16,8 @@ from .reduce import norm
 from .shape import concat, reshape, stack, transpose, unstack
 
 
-@primitive("BatchMatMul", batch=True)     # its rules broadcast over leading axes
+# (its rules broadcast over leading axes)
+@primitive("BatchMatMul", batched_vjp=True, vmap=V.mat_mul)
 def _mat_mul(B, a, b, transpose_a, transpose_b):
     # B.mT: matrix_transpose, without its Python layers on NumPy (backends/ext_nn.py)
     if transpose_a:
@@ -188,29 +190,24 @@ def _einsum_plan(equation, shapes):
     return ",".join(terms) + "->" + out
 
 
-@primitive("Einsum", batch=True)
+@primitive("Einsum", batched_vjp=True)
 def _einsum(B, *operands, equation):
     return B.einsum(equation, *operands)      # an extension: see backends/ext_nn.py
 
 
-def _einsum_batched(prim, inputs, attrs, levels):
+@_einsum.def_vmap
+def _(prim, inputs, attrs, levels):
     """tf.vmap of einsum: one fresh label per vmap level, leading in every term (absent
     levels broadcast)."""
-    from .. import batching
     eq = attrs["equation"]
     if "..." in eq:
-        return batching.loop(prim, inputs, attrs, levels)
+        return V.loop(prim, inputs, attrs, levels)
     free = [c for c in _LABELS if c not in eq][:len(levels)]
     lead = "".join(free)
     lhs, out = eq.split("->")
     batched = ",".join(lead + t for t in lhs.split(",")) + "->" + lead + out
-    sizes = batching.sizes_of(inputs, levels)
-    return E.B.einsum(batched, *[batching.full(t, levels, sizes) for t in inputs])
-
-
-def _register_batching():
-    from ..batching import RULES
-    RULES["Einsum"] = _einsum_batched
+    sizes = V.sizes_of(inputs, levels)
+    return E.B.einsum(batched, *[V.full(t, levels, sizes) for t in inputs])
 
 
 @_einsum.def_vjp
@@ -289,7 +286,7 @@ def _mT(x):
     return transpose(x, perm)
 
 
-@primitive("MatrixSolve", save_y=True)
+@primitive("MatrixSolve", save_y=True, vmap=V.leading)
 def _solve(B, a, b):
     return B.linalg.solve(a, b)
 
@@ -307,7 +304,7 @@ def _solve_right_t(c, r):
 
 # ---------------------------------------------------------------- QR
 
-@primitive("Qr", multi=True, save_y=True)
+@primitive("Qr", multi=True, save_y=True, vmap=V.leading)
 def _qr(B, x, full_matrices):
     # TF.js's signs (backends/ext_nn.py): each r[j, j] opposite to its Householder pivot
     return B.householder_qr(x, full_matrices)
@@ -423,6 +420,3 @@ def gram_schmidt(xs):
             v = v - (y * v).sum() * y
         ys.append(v / norm(v))
     return stack(ys, 0) if rows else ys
-
-
-_register_batching()

@@ -4,6 +4,7 @@ None of these is differentiable except ``where`` (through its two branches). In 
 non-differentiable op contributes a zero gradient and never makes backprop fail (TF.js has
 no gradient for Greater, Less, Equal... and throws when one lies on the path).
 """
+from .. import batching as V
 from .. import dtypes
 from .. import engine as E
 from ..errors import DtypeError
@@ -144,7 +145,7 @@ def logical_not(B, x):
 
 # ---------------------------------------------------------------- selection
 
-@primitive("Select", batch=True)
+@primitive("Select", batched_vjp=True, vmap=V.elementwise)
 def _select(B, condition, a, b):
     return B.where(condition, a, b)
 
@@ -273,7 +274,7 @@ def round(B, x):  # noqa: A001 - the TF.js name
     return B.round(x) if x.dtype in B.float_dtypes else x
 
 
-@primitive("Step", zero_grad=True)
+@primitive("Step", zero_grad=True, vmap=V.elementwise)
 def _step(B, x, alpha):
     pos = x > 0
     is_float = x.dtype in B.float_dtypes

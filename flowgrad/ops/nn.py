@@ -8,6 +8,7 @@ composites are made of differentiable ops, so every gradient of every order is e
 """
 import numpy as np
 
+from .. import batching as V
 from .. import engine as E
 from ..args import describe
 from ..errors import ArgumentError, DtypeError, ShapeError
@@ -22,7 +23,7 @@ from .shape import clone, concat, split
 from .unary import rsqrt, tanh
 
 
-@primitive("Softmax", save_y=True, batch=True)
+@primitive("Softmax", save_y=True, batched_vjp=True, vmap=V.axis_rule())
 def _softmax(B, x, axis):
     e = B.exp(x - B.max(x, axis=axis, keepdims=True))
     return e / B.sum(e, axis=axis, keepdims=True)
@@ -49,7 +50,7 @@ def softmax(logits, dim=-1):
     return E.run_kernel(_softmax, (x,), {"axis": norm_axis(dim, x.rank, "softmax")})
 
 
-@primitive("LogSoftmax", save_y=True, batch=True)
+@primitive("LogSoftmax", save_y=True, batched_vjp=True, vmap=V.axis_rule())
 def _log_softmax(B, x, axis):
     s = x - B.max(x, axis=axis, keepdims=True)
     return s - B.log(B.sum(B.exp(s), axis=axis, keepdims=True))

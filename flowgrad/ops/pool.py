@@ -15,6 +15,7 @@ gradient is MaxPoolGrad again. Both are piecewise constant in x: zero gradient t
 import itertools
 import math
 
+from .. import batching as V
 from .. import dtypes
 from .. import engine as E
 from ..args import choice, describe
@@ -103,8 +104,9 @@ def _max_gather(B, grad, x, geo):
 
 def _family(names, kind):
     if kind == "avg":
-        fwd = primitive(names[0])(lambda B, x, geo: _avg(B, x, geo))
-        back = primitive(names[1])(lambda B, dy, geo: _avg_grad(B, dy, geo))
+        fwd = primitive(names[0], vmap=V.merge_n(0))(lambda B, x, geo: _avg(B, x, geo))
+        back = primitive(names[1], vmap=V.merge_n(0))(
+            lambda B, dy, geo: _avg_grad(B, dy, geo))
 
         @fwd.def_vjp
         def _(dy, x, geo):
@@ -115,9 +117,12 @@ def _family(names, kind):
             return E.run_kernel(fwd, (g,), {"geo": geo})
 
         return fwd, back
-    fwd = primitive(names[0])(lambda B, x, geo: _max(B, x, geo))
-    back = primitive(names[1])(lambda B, dy, x, geo: _max_grad(B, dy, x, geo))
-    gather = primitive(names[2])(lambda B, grad, x, geo: _max_gather(B, grad, x, geo))
+    # (under tf.vmap, the batch of images folds into N)
+    fwd = primitive(names[0], vmap=V.merge_n(0))(lambda B, x, geo: _max(B, x, geo))
+    back = primitive(names[1], vmap=V.merge_n(0, 1))(
+        lambda B, dy, x, geo: _max_grad(B, dy, x, geo))
+    gather = primitive(names[2], vmap=V.merge_n(0, 1))(
+        lambda B, grad, x, geo: _max_gather(B, grad, x, geo))
 
     @fwd.def_vjp
     def _(dy, x, geo):
@@ -341,14 +346,16 @@ def _dilation_gather_filter(B, x, w, gw, geo):
     return out
 
 
-DILATION = primitive("Dilation2D")(lambda B, x, filter, geo: _dilation(B, x, filter, geo))
-DILATION_INPUT = primitive("Dilation2DBackpropInput")(
+# (under tf.vmap: once per example, no rule batches them yet)
+DILATION = primitive("Dilation2D", vmap=V.loop)(
+    lambda B, x, filter, geo: _dilation(B, x, filter, geo))
+DILATION_INPUT = primitive("Dilation2DBackpropInput", vmap=V.loop)(
     lambda B, x, filter, dy, geo: _dilation_back_input(B, x, filter, dy, geo))
-DILATION_FILTER = primitive("Dilation2DBackpropFilter")(
+DILATION_FILTER = primitive("Dilation2DBackpropFilter", vmap=V.loop)(
     lambda B, x, filter, dy, geo: _dilation_back_filter(B, x, filter, dy, geo))
-DILATION_GATHER_INPUT = primitive("Dilation2DBackpropInputGrad")(
+DILATION_GATHER_INPUT = primitive("Dilation2DBackpropInputGrad", vmap=V.loop)(
     lambda B, x, filter, gx, geo: _dilation_gather_input(B, x, filter, gx, geo))
-DILATION_GATHER_FILTER = primitive("Dilation2DBackpropFilterGrad")(
+DILATION_GATHER_FILTER = primitive("Dilation2DBackpropFilterGrad", vmap=V.loop)(
     lambda B, x, filter, gw, geo: _dilation_gather_filter(B, x, filter, gw, geo))
 
 

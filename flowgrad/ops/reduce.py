@@ -3,6 +3,7 @@
 """
 import numpy as np
 
+from .. import batching as V
 from .. import dtypes
 from .. import engine as E
 from ..args import describe
@@ -36,7 +37,7 @@ def _check_nonempty(x, axes, fn):
 
 # ---------------------------------------------------------------- sum / mean / prod
 
-@primitive("Sum", batch=True)
+@primitive("Sum", batched_vjp=True, vmap=V.reduce)
 def _sum(B, x, axes, keep_dims):
     if x.dtype in B.float_dtypes:
         return B.sum(x, axis=axes, keepdims=keep_dims)
@@ -66,7 +67,7 @@ def sum(x, axis=None, keep_dims=False):  # noqa: A001 - the TF.js name
                                      "keep_dims": flag(keep_dims, "keep_dims", "sum")})
 
 
-@primitive("Mean", batch=True)
+@primitive("Mean", batched_vjp=True, vmap=V.reduce)
 def _mean(B, x, axes, keep_dims):
     return B.mean(x, axis=axes, keepdims=keep_dims)
 
@@ -95,7 +96,7 @@ def mean(x, axis=None, keep_dims=False):
                                       "keep_dims": flag(keep_dims, "keep_dims", "mean")})
 
 
-@primitive("Prod", batch=True)
+@primitive("Prod", batched_vjp=True, vmap=V.reduce)
 def _prod(B, x, axes, keep_dims):
     if x.dtype in B.float_dtypes:
         return B.prod(x, axis=axes, keepdims=keep_dims)
@@ -168,7 +169,7 @@ def prod(x, axis=None, keep_dims=False):
 
 # ---------------------------------------------------------------- max / min
 
-@primitive("Max", save_y=True, batch=True)
+@primitive("Max", save_y=True, batched_vjp=True, vmap=V.reduce)
 def _max(B, x, axes, keep_dims):
     return B.max(x, axis=axes, keepdims=keep_dims)
 
@@ -179,7 +180,7 @@ def _(dy, x, y, axes, keep_dims):
     return where(x.equal(_grow(y, x, axes, keep_dims)), _grow(dy, x, axes, keep_dims), 0)
 
 
-@primitive("Min", save_y=True, batch=True)
+@primitive("Min", save_y=True, batched_vjp=True, vmap=V.reduce)
 def _min(B, x, axes, keep_dims):
     return B.min(x, axis=axes, keepdims=keep_dims)
 
@@ -220,12 +221,12 @@ def min(x, axis=None, keep_dims=False):  # noqa: A001 - the TF.js name
 
 # ---------------------------------------------------------------- logic reductions
 
-@primitive("All")
+@primitive("All", vmap=V.reduce)
 def _all(B, x, axes, keep_dims):
     return B.all(x, axis=axes, keepdims=keep_dims)
 
 
-@primitive("Any")
+@primitive("Any", vmap=V.reduce)
 def _any(B, x, axes, keep_dims):
     return B.any(x, axis=axes, keepdims=keep_dims)
 
@@ -262,12 +263,12 @@ def any(x, axis=None, keep_dims=False):  # noqa: A001 - the TF.js name
 
 # ---------------------------------------------------------------- arg max / min
 
-@primitive("ArgMax", zero_grad=True)
+@primitive("ArgMax", zero_grad=True, vmap=V.axis_rule())
 def _arg_max(B, x, axis):
     return B.astype(B.argmax(x, axis=axis), B.dtypes["int32"])
 
 
-@primitive("ArgMin", zero_grad=True)
+@primitive("ArgMin", zero_grad=True, vmap=V.axis_rule())
 def _arg_min(B, x, axis):
     return B.astype(B.argmin(x, axis=axis), B.dtypes["int32"])
 

@@ -8,6 +8,7 @@ import math
 
 import numpy as np
 
+from .. import batching as V
 from .. import dtypes
 from .. import engine as E
 from ..args import check_alloc, choice, describe, flag
@@ -16,7 +17,7 @@ from ..names import Result
 from ._core import (as_int, as_numeric, as_tensor, binary_args, export, met_float, norm_axis,
                     primitive, scalar_of)
 from .creation import fill, range as _arange, tensor as _tensor
-from .indexing import _gather_raw, _scatter_add
+from .indexing import gather_or_zero, scatter_add_along
 from .logical import where
 from .shape import broadcast_to, concat, reshape, slice
 
@@ -57,7 +58,7 @@ def _scan_args(x, axis, exclusive, reverse, fn):
 
 # ---------------------------------------------------------------- cumsum
 
-_cumsum = primitive("Cumsum", batch=True)(_scan_kernel(lambda B: B.cumulative_sum, 0))
+_cumsum = primitive("Cumsum", batched_vjp=True, vmap=V.axis_rule())(_scan_kernel(lambda B: B.cumulative_sum, 0))
 
 
 @_cumsum.def_vjp
@@ -87,7 +88,7 @@ def cumsum(x, axis=0, exclusive=False, reverse=False):
 
 # ---------------------------------------------------------------- cumprod
 
-_cumprod = primitive("Cumprod", save_y=True, batch=True)(
+_cumprod = primitive("Cumprod", save_y=True, batched_vjp=True, vmap=V.axis_rule())(
     _scan_kernel(lambda B: B.cumulative_prod, 1))
 
 
@@ -158,7 +159,7 @@ def cumprod(x, axis=0, exclusive=False, reverse=False):
 
 # ---------------------------------------------------------------- topk
 
-@primitive("TopK", multi=True, save_y=True)
+@primitive("TopK", multi=True, save_y=True, vmap=V.leading)
 def _topk(B, x, k, sorted):
     if x.dtype in B.float_dtypes:
         nan = B.isnan(x)
@@ -189,7 +190,7 @@ def _(dys, x, values, indices, k, sorted):
     rows = x.size // n
     offsets = reshape(_arange(0, rows * n, n, "int32"), x.shape[:-1] + (1,))
     flat = reshape(indices + offsets, (-1,))
-    return reshape(_scatter_add(reshape(dys[0], (-1,)), flat, 0, rows * n), x.shape)
+    return reshape(scatter_add_along(reshape(dys[0], (-1,)), flat, 0, rows * n), x.shape)
 
 
 @export(alias=("top_k",))
@@ -244,8 +245,8 @@ def _bincount_fwd(B, x, w, size, binary):
     return out if x.ndim == 2 else B.reshape(out, (size,))
 
 
-_bincount = primitive("Bincount")(_bincount_fwd)
-_dense_bincount = primitive("DenseBincount")(_bincount_fwd)
+_bincount = primitive("Bincount", vmap=V.loop)(_bincount_fwd)
+_dense_bincount = primitive("DenseBincount", vmap=V.loop)(_bincount_fwd)
 
 
 def _bincount_vjp(dy, x, w, size, binary):
@@ -256,7 +257,7 @@ def _bincount_vjp(dy, x, w, size, binary):
     if x.rank == 2:
         ids = ids + reshape(_arange(0, x.shape[0] * size, size, "int32"), (x.shape[0], 1))
     ids = where(x.less(scalar_of(size, dtypes.int32)), ids, scalar_of(-1, dtypes.int32))
-    return None, _gather_raw(reshape(dy, (-1,)), ids, 0)
+    return None, gather_or_zero(reshape(dy, (-1,)), ids, 0)
 
 
 _bincount.def_vjp(_bincount_vjp)
@@ -340,7 +341,7 @@ def dense_bincount(x, weights, size, binary_output=False):
 
 # ---------------------------------------------------------------- sorted search
 
-@primitive("SearchSorted")
+@primitive("SearchSorted", vmap=V.loop)
 def _search_sorted(B, seq, values, side):
     i32 = B.dtypes["int32"]
     if seq.ndim == 1:

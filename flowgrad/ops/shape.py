@@ -9,6 +9,7 @@ import math
 
 import numpy as np
 
+from .. import batching as V
 from .. import dtypes
 from .. import engine as E
 from ..errors import ArgumentError, ShapeError
@@ -36,7 +37,7 @@ _pyslice = builtins.slice   # this module defines the op ``slice``
 
 # ---------------------------------------------------------------- identity family
 
-@primitive("Identity", view=True, batch=True)
+@primitive("Identity", view=True, batched_vjp=True, vmap=V.elementwise)
 def _identity(B, x):
     return x
 
@@ -58,7 +59,7 @@ def clone(x):
     return E.run_kernel(_identity, (as_tensor(x, "clone"),))
 
 
-@primitive("StopGradient", cut=True)
+@primitive("StopGradient", cut=True, vmap=V.elementwise)
 def _stop_gradient(B, x):
     return x
 
@@ -82,7 +83,7 @@ def _lead(dy, out_rank):
     return dy.shape[:dy.rank - out_rank]
 
 
-@primitive("Reshape", view=True, batch=True)
+@primitive("Reshape", view=True, batched_vjp=True, vmap=V.reshape)
 def _reshape(B, x, shape):
     return B.reshape(x, shape)
 
@@ -199,7 +200,7 @@ Tensor.as_type = lambda self, dtype: self.cast(dtype)
 
 # ---------------------------------------------------------------- transpose
 
-@primitive("Transpose", batch=True)
+@primitive("Transpose", batched_vjp=True, vmap=V.transpose)
 def _transpose(B, x, perm):
     return B.permute_dims(x, perm)
 
@@ -228,7 +229,7 @@ def transpose(x, perm=None):
 
 # ---------------------------------------------------------------- broadcast_to
 
-@primitive("BroadcastTo", batch=True)
+@primitive("BroadcastTo", batched_vjp=True, vmap=V.broadcast_to)
 def _broadcast_to(B, x, shape):
     return B.broadcast_to(x, shape)
 
@@ -263,7 +264,7 @@ def broadcast_to(x, shape):
 
 # ---------------------------------------------------------------- concat / split
 
-@primitive("Concat", batch=True)
+@primitive("Concat", batched_vjp=True, vmap=V.axis_rule(full_batch=True))
 def _concat(B, *tensors, axis):
     return B.concat(tensors, axis=axis)
 
@@ -302,7 +303,7 @@ def concat(tensors, axis=0):
     return E.run_kernel(_concat, ts, {"axis": a})
 
 
-@primitive("SplitV", multi=True, batch=True)
+@primitive("SplitV", multi=True, batched_vjp=True, vmap=V.axis_rule())
 def _split(B, x, sizes, axis):
     head = (_pyslice(None),) * axis
     out, b = [], 0
@@ -350,7 +351,7 @@ def split(x, num_or_size_splits, axis=0):
 
 # ---------------------------------------------------------------- stack / unstack
 
-@primitive("Pack", batch=True)
+@primitive("Pack", batched_vjp=True, vmap=V.axis_rule(full_batch=True))
 def _stack(B, *tensors, axis):
     return B.stack(tensors, axis=axis)
 
@@ -377,7 +378,7 @@ def stack(tensors, axis=0):
     return E.run_kernel(_stack, ts, {"axis": a})
 
 
-@primitive("Unpack", multi=True, batch=True)
+@primitive("Unpack", multi=True, batched_vjp=True, vmap=V.axis_rule())
 def _unstack(B, x, axis):
     return [own_buffer(B, a, x) for a in B.unstack(x, axis=axis)]
 
@@ -406,7 +407,7 @@ def unstack(x, axis=0):
 
 # ---------------------------------------------------------------- slice / pad
 
-@primitive("Slice", batch=True)
+@primitive("Slice", batched_vjp=True, vmap=V.slice_)
 def _slice(B, x, begin, size):
     return own_buffer(B, x[tuple(_pyslice(b, b + s) for b, s in zip(begin, size))], x)
 
@@ -454,7 +455,7 @@ def slice(x, begin, size=None):  # noqa: A001 - the TF.js name
     return E.run_kernel(_slice, (x,), {"begin": tuple(begin), "size": tuple(out)})
 
 
-@primitive("PadV2", batch=True)
+@primitive("PadV2", batched_vjp=True, vmap=V.pad)
 def _pad(B, x, paddings, constant_value):
     return B.pad(x, paddings, constant_value)
 
@@ -492,7 +493,7 @@ def pad(x, paddings, constant_value=0):
 
 # ---------------------------------------------------------------- reverse / tile
 
-@primitive("Reverse", batch=True)
+@primitive("Reverse", batched_vjp=True, vmap=V.axis_rule("axes"))
 def _reverse(B, x, axes):
     return B.flip(x, axis=axes)
 
@@ -519,7 +520,7 @@ def reverse(x, axis=None):
     return E.run_kernel(_reverse, (x,), {"axes": axes})
 
 
-@primitive("Tile", batch=True)
+@primitive("Tile", batched_vjp=True, vmap=V.tile)
 def _tile(B, x, reps):
     return B.tile(x, reps)
 

@@ -9,12 +9,13 @@ import math
 
 import numpy as np
 
+from .. import batching as V
 from .. import engine as E
 from ..args import choice, describe
 from ..errors import ArgumentError, ShapeError
 from ..tensor import Tensor
 from ._core import as_int, as_ints, as_tensor, export, primitive
-from .indexing import _scatter_add
+from .indexing import scatter_add_along
 
 
 def _fresh(B, out, x):
@@ -53,7 +54,7 @@ def _mirror_source(n, lo, hi, mode):
     return p.astype(np.int32)
 
 
-@primitive("MirrorPad")
+@primitive("MirrorPad", vmap=V.pad)
 def _mirror_pad(B, x, paddings, mode):
     return B.mirror_pad(x, paddings, mode)        # an extension: backends/ext_nn.py
 
@@ -66,7 +67,7 @@ def _(dy, x, paddings, mode):
     for ax, (lo, hi) in enumerate(paddings):
         if lo or hi:
             src = E.constant_tensor(E.from_host(_mirror_source(x.shape[ax], lo, hi, mode)))
-            g = _scatter_add(g, src, ax, x.shape[ax])
+            g = scatter_add_along(g, src, ax, x.shape[ax])
     return g
 
 
@@ -114,7 +115,7 @@ def mirror_pad(x, paddings, mode="reflect"):
 
 # ---------------------------------------------------------------- space <-> batch
 
-@primitive("SpaceToBatchND")
+@primitive("SpaceToBatchND", vmap=V.loop)
 def _space_to_batch(B, x, block_shape, paddings):
     m = len(block_shape)
     rest = x.shape[1 + m:]
@@ -135,7 +136,7 @@ def _(dy, x, block_shape, paddings):
     return E.run_kernel(_batch_to_space, (dy,), {"block_shape": block_shape, "crops": paddings})
 
 
-@primitive("BatchToSpaceND")
+@primitive("BatchToSpaceND", vmap=V.loop)
 def _batch_to_space(B, x, block_shape, crops):
     m = len(block_shape)
     n = x.shape[0] // math.prod(block_shape)
@@ -237,7 +238,7 @@ def batch_to_space_nd(x, block_shape, crops):
 # The depth index of block entry (i, j) and channel c is (i * b + j) * C + c, in NHWC and
 # NCHW alike (TF's layout).
 
-@primitive("DepthToSpace")
+@primitive("DepthToSpace", vmap=V.merge_n(0))
 def _depth_to_space(B, x, block_size, data_format):
     b = block_size
     if data_format == "NHWC":
@@ -255,7 +256,7 @@ def _(dy, x, block_size, data_format):
                         {"block_size": block_size, "data_format": data_format})
 
 
-@primitive("SpaceToDepth")
+@primitive("SpaceToDepth", vmap=V.merge_n(0))
 def _space_to_depth(B, x, block_size, data_format):
     b = block_size
     if data_format == "NHWC":
@@ -328,7 +329,7 @@ def space_to_depth(x, block_size, data_format="NHWC"):
 
 # ---------------------------------------------------------------- band_part / diag
 
-@primitive("MatrixBandPart")
+@primitive("MatrixBandPart", vmap=V.leading)
 def _band_part(B, a, num_lower, num_upper):
     m, n = a.shape[-2:]
     d = B.arange(m)[:, None] - B.arange(n)[None, :]      # row - column
@@ -373,7 +374,7 @@ def band_part(a, num_lower, num_upper):
     return E.run_kernel(_band_part, (a,), {"num_lower": lo, "num_upper": hi})
 
 
-@primitive("Diag")
+@primitive("Diag", vmap=V.loop)
 def _diag(B, x):
     return B.reshape(B.diagflat(x), x.shape + x.shape)     # an extension: ext_nn.py
 
@@ -383,7 +384,7 @@ def _(dy, x):
     return E.run_kernel(_diag_part, (dy,), {"shape": x.shape})
 
 
-@primitive("DiagPart")
+@primitive("DiagPart", vmap=V.loop)
 def _diag_part(B, y, shape):
     flat = B.reshape(y, (-1,))[::math.prod(shape) + 1]
     return _fresh(B, B.reshape(flat, shape), y)

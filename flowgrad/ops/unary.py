@@ -7,6 +7,7 @@ exp'', tanh'' and sigmoid'' right (TF.js gets them wrong).
 """
 import math
 
+from .. import batching as V
 from .. import engine as E
 from ..errors import ArgumentError
 from ..tensor import Tensor
@@ -18,7 +19,7 @@ _SQRT_PI_2 = 2.0 / math.sqrt(math.pi)
 
 # ---------------------------------------------------------------- arithmetic
 
-@unary("Neg", policy="numeric", ufunc="negative")
+@unary("Neg", policy="numeric", ufunc="negative", expr="-{0}")
 def neg(B, x):
     """-x, elementwise.
 
@@ -54,7 +55,7 @@ def _(dy, x):
     return E.run_kernel(_square_grad, (dy, x))
 
 
-@primitive("SquareGrad", batch=True, ufunc="square_grad")
+@primitive("SquareGrad", batched_vjp=True, ufunc="square_grad", vmap=V.elementwise)
 def _square_grad(B, dy, x):
     return B.square_grad(dy, x)     # dy · (x · 2): one kernel, the rule's ufuncs in order
 
@@ -239,7 +240,7 @@ def _(dy, x):
     return E.run_kernel(_sin_grad, (dy, x))
 
 
-@primitive("SinGrad", batch=True, ufunc="sin_grad")
+@primitive("SinGrad", batched_vjp=True, ufunc="sin_grad", vmap=V.elementwise)
 def _sin_grad(B, dy, x):
     return B.sin_grad(dy, x)        # dy · cos x
 
@@ -267,7 +268,7 @@ def _(dy, x):
     return E.run_kernel(_cos_grad, (dy, x))
 
 
-@primitive("CosGrad", batch=True, ufunc="cos_grad")
+@primitive("CosGrad", batched_vjp=True, ufunc="cos_grad", vmap=V.elementwise)
 def _cos_grad(B, dy, x):
     return B.cos_grad(dy, x)        # -(dy · sin x)
 
@@ -397,7 +398,7 @@ def _(dy, x, y):
     return E.run_kernel(_tanh_grad, (dy, y))
 
 
-@primitive("TanhGrad", batch=True, ufunc="tanh_grad")
+@primitive("TanhGrad", batched_vjp=True, ufunc="tanh_grad", vmap=V.elementwise)
 def _tanh_grad(B, dy, y):
     return B.tanh_grad(dy, y)       # dy · (1 - y²)
 
@@ -459,7 +460,7 @@ def _(dy, x):
     return dy / (1 - x.square())
 
 
-@primitive("ClipByValue", batch=True)
+@primitive("ClipByValue", batched_vjp=True, vmap=V.elementwise)
 def _clip(B, x, lo, hi):
     if x.dtype in B.float_dtypes:
         return B.clip(x, lo, hi)

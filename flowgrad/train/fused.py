@@ -19,6 +19,7 @@ page-faults on every page.
 """
 from .. import buffer_pool as _pool
 from .. import engine as E
+from ..batching import loop
 from ..ops._core import primitive
 
 
@@ -39,12 +40,14 @@ def _update(B, w, g, slots, rule, opt):
     return rule(B, opt, w, g, slots, lr, t)
 
 
-@primitive("ApplyUpdate")
+# impure: a tf.jit replay keeps them even when their results look unused; under tf.vmap
+# (an update of per-example copies, rare): once per example
+@primitive("ApplyUpdate", impure=True, vmap=loop)
 def _apply_update(B, w, g, rule, opt):
     return _update(B, w, g, (), rule, opt)[0]
 
 
-@primitive("ApplyUpdateSlots", multi=True)
+@primitive("ApplyUpdateSlots", multi=True, impure=True, vmap=loop)
 def _apply_update_slots(B, w, g, *slots, rule, opt):
     return _update(B, w, g, slots, rule, opt)
 

@@ -277,8 +277,8 @@ class Optimizer:
         rule = _FUSED.get(type(self))
         skipped = E.tidy(lambda: update.step(self, pairs, skip_nonfinite, loss, rule))
         if skipped:
-            from ..debug import sites       # (the user's minimize line, at any depth)
-            sites.warn(skipped, NonFiniteGradientWarning)
+            from .. import user_frames      # (the user's minimize line, at any depth)
+            user_frames.warn(skipped, NonFiniteGradientWarning)
             return False
         return True
 

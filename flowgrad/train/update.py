@@ -34,6 +34,7 @@ from ..errors import (ArgumentError, DisposedError, DtypeError, JitError, ShapeE
                       VariableError)
 from ..names import Result
 from ..ops import OPS
+from ..batching import loop
 from ..ops._core import primitive
 from ..tensor import Variable, _VARIABLES, convert, slot_variable
 from . import fused
@@ -211,7 +212,7 @@ def _finish(store, args):
 
 # ---------------------------------------------------------------- the commit under tf.jit
 
-@primitive("ApplyUpdateCommit")
+@primitive("ApplyUpdateCommit", impure=True, vmap=loop)     # (stateful: kept by tf.jit)
 def _commit_kernel(B, *arrays, targets, regs, opt, count):
     # the step count is read when the kernel runs: a replay counts on from the last step
     it = opt.iterations + 1 if count is None else count
