@@ -8,7 +8,7 @@ Every public name is snake_case; the TF.js camelCase spelling (``tf.valueAndGrad
 ``x.matMul``) resolves to the same object.
 """
 from . import dtypes
-from .engine import dispose, keep, memory, tidy
+from .scopes import dispose, keep, memory, tidy
 from . import backends
 from .backends import get_backend, set_backend
 from .backends.memory import get_memory_policy, set_memory_policy
@@ -17,6 +17,7 @@ from .errors import (AllocationError, ArgumentError, BackendError, CheckpointErr
                      GraphvizError, JitError, KernelError, MissingDependencyError,
                      MPIUnavailableError, ShapeError, UnconnectedGradientError, VariableError)
 from .ops import OPS as _OPS
+from . import numpy_interop  # noqa: F401 - NumPy's ufuncs and functions on tensors
 from .tensor import Tensor, Variable, dispose_variables, variable
 from .gradients import (GradMap, GradientTape, grad, grads, value_and_grad, value_and_grads,
                         variable_grads)
@@ -28,14 +29,14 @@ from .vmap import vmap
 from . import debug
 from .debug import disable_debug_mode, enable_debug_mode
 from .debug import profile, time  # noqa: A004 - TF.js's tf.profile and tf.time
-from .names import camel_to_snake as _camel_to_snake
+from .camel_case import camel_to_snake as _camel_to_snake
 from . import train
 from .train import (AdadeltaOptimizer, AdagradOptimizer, AdamaxOptimizer, AdamOptimizer,
                     AdamWOptimizer, MomentumOptimizer, Optimizer, RMSPropOptimizer,
                     SGDOptimizer, clip_by_global_norm, clip_by_norm, global_norm)
 from . import distributed
-from ._engine_api import Engine, KernelBackend, backend, get_gradient
-from ._engine_api import make_engine_callable as _make_engine_callable
+from .tfjs_engine import Engine, KernelBackend, backend, get_gradient
+from .tfjs_engine import make_engine_callable as _make_engine_callable
 from . import engine
 # tf.engine is the module flowgrad.engine itself; called, it is TF.js's engine object
 _make_engine_callable(engine)
@@ -45,7 +46,7 @@ __version__ = "0.1.0"
 
 globals().update(_OPS)
 from .ops import NAMESPACES as _NAMESPACES  # noqa: E402
-from .names import Namespace as _Namespace  # noqa: E402
+from .camel_case import Namespace as _Namespace  # noqa: E402
 losses = _Namespace("losses", _NAMESPACES["losses"])
 image = _Namespace("image", _NAMESPACES["image"])
 linalg = _Namespace("linalg", _NAMESPACES["linalg"])

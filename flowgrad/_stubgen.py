@@ -475,12 +475,12 @@ def _own_names(cls: type) -> set[str]:
 
 def _tensor_module_stub(imports: set[str]) -> str:
     import flowgrad as tf
-    from flowgrad import names
+    from flowgrad import camel_case
     T = sys.modules["flowgrad.tensor"]      # (tf.tensor is the function)
     sample = tf.tensor([[1.0, 2.0]])
     var = tf.variable(tf.tensor([1.0]), name="__flowgrad_stubgen_sample__")
     try:
-        skip = lambda v: v is names.camel_attribute   # noqa: E731 - TF.js names: not typed
+        skip = lambda v: v is camel_case.camel_attribute   # noqa: E731 - TF.js names: not typed
         tensor_cls = render_class(T.Tensor, sample, imports, skip)
         variable_cls = render_class(T.Variable, var, imports, skip, base="Tensor")
     finally:
@@ -529,7 +529,7 @@ def _fresh_names() -> set[str]:
 
 def _init_stub() -> tuple[str, set[str]]:
     import flowgrad as tf
-    from flowgrad import names
+    from flowgrad import camel_case
     from flowgrad.ops import NAMESPACES, OPS
     _OP_FUNCTIONS.clear()
     for table in [OPS, *NAMESPACES.values()]:
@@ -556,7 +556,7 @@ def _init_stub() -> tuple[str, set[str]]:
             reexports.append(f"from {_rel(mod)} import {obj.__name__} as {name}")
         elif callable(obj) and (inspect.isfunction(obj) or inspect.isbuiltin(obj)):
             defs.append(render_function(name, obj))
-        elif isinstance(obj, names.Namespace):
+        elif isinstance(obj, camel_case.Namespace):
             fns = object.__getattribute__(obj, "_functions")
             for n, f in fns.items():
                 if inspect.isclass(f):

@@ -10,7 +10,7 @@ shifted past them, and a primitive declared to loop (``loop``) runs once per exa
 Python loop, with a one-time warning naming it). Every kernel call goes through
 ``run_batched`` while a vmap is active or a backward pass walks batched nodes, which the
 engine's kernel seam routes here (``E.run_kernel`` is wrapped, as tf.jit and the debug
-seams do: flowgrad/seams.py): nothing is paid otherwise.
+seams do: flowgrad/interceptors.py): nothing is paid otherwise.
 
 Each primitive declares its rule in its family file, beside its gradient (``vmap=`` or
 ``@prim.def_vmap``; ``unary``/``binary`` give elementwise ops theirs): this module holds the
@@ -21,12 +21,14 @@ import threading
 
 import numpy as np
 
-from .forks import renew_after_fork
+from .after_fork import renew_after_fork
 from . import engine as E
-from . import seams
+from . import float_errors
+from . import interceptors
 from . import tape
 from . import user_frames
 from .errors import FlowgradError
+from .recording import current_session
 from .tensor import Tensor
 
 
@@ -81,18 +83,8 @@ def make_batched(a, levels):
     plain tensor when ``levels`` is empty."""
     if not levels:
         return E.make_tensor(a)
-    t = BatchedTensor.__new__(BatchedTensor)
-    t._data = a
+    t = E.make_tensor_of(BatchedTensor, a, a.shape[len(levels):])
     t._levels = levels
-    t.shape = a.shape[len(levels):]
-    t.dtype = E._NAME[a.dtype]
-    t.id = next(E._ids)
-    t._node = None
-    t._pin = None
-    E.account_new(t)
-    sc = E._tls.s.scope
-    if sc is not None:
-        sc.append(t)
     return t
 
 
@@ -147,7 +139,7 @@ def shift(a, nb):
 _inner = None               # the run_kernel the batched one wraps (engine's, or a seam's)
 _users = 0                  # active vmaps and backward passes over batched nodes
 _lock = threading.Lock()
-renew_after_fork(globals(), "_lock", threading.Lock)     # (flowgrad/forks.py)
+renew_after_fork(globals(), "_lock", threading.Lock)     # (flowgrad/after_fork.py)
 _warned = set()
 
 
@@ -156,7 +148,7 @@ def activate():
     global _users
     with _lock:
         if _users == 0:
-            seams.set_layer("batch", run_batched, link=_link)
+            interceptors.set_layer("batch", run_batched, link=_link)
         _users += 1
 
 
@@ -170,7 +162,7 @@ def deactivate():
     with _lock:
         _users -= 1
         if _users == 0:
-            seams.set_layer("batch", None)
+            interceptors.set_layer("batch", None)
             _inner = None
 
 
@@ -179,7 +171,7 @@ def _link(run, make):
     _inner = run        # what lies below batching: the tracer, a debug seam or the engine
 
 
-_ENGINE_RUN = seams.ENGINE_RUN      # the engine's own entry (a fallback no swap can loop on)
+_ENGINE_RUN = interceptors.ENGINE_RUN      # the engine's own entry (a fallback no swap can loop on)
 
 
 def inner_run(prim, inputs, attrs=None):
@@ -212,23 +204,22 @@ def run_batched(prim, inputs, attrs=None):
             user_frames.warn(f"tf.vmap: the kernel {prim.name} has no batching rule; it runs "
                              f"once per example (a Python loop)", VmapFallbackWarning)
     kw = attrs or {}
-    q = E.fpe_saved()
+    q = float_errors.fpe_saved()
     try:
-        E.fpe_quiet()
+        float_errors.fpe_quiet()
         out = rule(prim, inputs, kw, levels)
     except FlowgradError:
         raise
     except (ValueError, TypeError, IndexError, ArithmeticError) as e:
         raise E.kernel_error(prim, inputs, e) from e
     finally:
-        E.fpe_restore(q)
+        float_errors.fpe_restore(q)
     if isinstance(out, Phys):
         out, levels = out.arrays, out.levels
     outs = out if prim.multi else (out,)
     ys = tuple(make_batched(o, levels) for o in outs)
-    st = E._tls.s
-    if st.recording and inputs:
-        sess = st.session
+    sess = current_session()
+    if sess is not None and inputs:
         n = BatchedNode()
         n.prim = prim
         n.inputs = tuple(inputs)
@@ -248,7 +239,7 @@ def run_batched(prim, inputs, attrs=None):
             if prim.multi:
                 y._idx = i
     out = ys if prim.multi else ys[0]
-    checkers = seams.CHECKERS
+    checkers = interceptors.CHECKERS
     if checkers:                            # (check_numerics, leak tracking: as in eager)
         for check in list(checkers):
             check(prim, inputs, attrs, out)
@@ -455,4 +446,4 @@ def takes_no_tensors(prim, inputs, attrs, levels):
 # ---------------------------------------------------------------- backward passes
 
 # tape.backprop over a session with batched nodes batches the rules' kernels too
-tape.batched_hook = (activate, deactivate)
+tape.bind_batching(activate, deactivate)

@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Callable
 
 from . import engine as E
+from . import recording
 from .errors import ArgumentError, GradientError
 from .gradients import call_fitted, positional_arity
 from .ops import PRIMITIVES
@@ -76,7 +77,7 @@ def custom_grad(f: Callable[..., Any]) -> Callable[..., Tensor]:
         # (f may leave out ``save``, as a JS function ignores extra arguments)
         out = call_fitted(f, arity, (*xs, save), "custom_grad(f)")
         value, grad_func = _parse_custom(out)
-        if not E.is_recording() or not xs:
+        if not recording.is_recording() or not xs:
             return value
         value.throw_if_disposed()
         y = value._rewrap()

@@ -1,121 +1,72 @@
-"""The engine: the one way into a kernel, scopes, memory accounting and the recording gate.
+"""The engine: the one way into a kernel, and making, counting and disposing tensors.
 
 Every op ends in :func:`run_kernel`. It reads the input arrays, calls the backend kernel,
 wraps the result in a Tensor and, only while a gradient function is running its forward
 pass, records a :class:`Node` on the output (TF.js's rule: ops outside a gradient function
 are never recorded, so plain forward code pays nothing for autodiff).
 
-Memory follows TF.js: ``tidy`` scopes dispose what was created inside them, ``keep`` exempts
-a tensor, ``memory()`` counts tensors that are neither disposed nor garbage-collected.
+Memory follows TF.js: ``tidy`` scopes (flowgrad/scopes.py) dispose what was created inside
+them, ``keep`` exempts a tensor, ``memory()`` counts tensors that are neither disposed nor
+garbage-collected.
 A tensor that a live gradient session recorded, disposed while that session is alive, keeps
 its array until the session ends (its rules may still read it, as TF.js keeps its saved
 clones), but is counted as disposed at once and raises ``Tensor is disposed.`` if user code
 touches it again. Tensors no session recorded are freed at once.
 
-Threads: scopes, the recording gate and gradient sessions belong to the thread that opened
-them (one :class:`State` per thread); tensors may be read from any thread. Each thread
-counts into its own State and only its own, so ``memory()`` (the sum) is exact without a
-lock. Every scope and session is restored in ``finally``, Ctrl-C included: callers note the
-level before they change it and unwind to it (``unwind_scopes``, ``unwind_recording``).
+Threads: scopes, the recording gate (flowgrad/recording.py) and gradient sessions belong to
+the thread that opened them; their State, and the counters ``memory()`` sums, are owned by
+flowgrad/thread_state.py, which this module reads directly on its hot path. Every scope and
+session is restored in ``finally``, Ctrl-C included: callers note the level before they
+change it and unwind to it (``unwind_scopes``, ``unwind_recording``).
 
 Debug tools, tf.jit's tracer and tf.vmap wrap :func:`run_kernel` while they are on
-(composed in one place, flowgrad/seams.py), so they cost nothing when off.
+(composed in one place, flowgrad/interceptors.py), so they cost nothing when off.
 """
-import itertools
-import threading
-
 import numpy as np
 
-from .forks import renew_after_fork
 from . import dtypes
 from . import backends
 from . import buffer_pool as _pool
-from .errors import (ArgumentError, BackendError, DisposedError, DtypeError, FlowgradError,
+from .errors import (BackendError, DisposedError, DtypeError, FlowgradError,
                      KernelError, ShapeError)
 from .strings import OPS_HINT as STRINGS_HINT, STRING_DTYPE
 
 B = backends.active()      # the active backend namespace, passed to every kernel
-_T = None                  # the Tensor class, set by tensor.py (which sits above us)
-_NAME = dict(dtypes.NAME)  # backend dtype -> flowgrad name, for every backend made
-_ITEM = {"float32": 4, "float64": 8, "int32": 4, "bool": 1,     # bytes per element
-         "string": 1}      # a StringArray's size is its UTF-8 bytes (TF.js counts those)
-_NAME[STRING_DTYPE] = "string"
+_T = None                  # the Tensor class (set_tensor_class: tensor.py sits above us)
+# the active backend's dtype -> flowgrad's dtype (a DType object), and a dtype's bytes per
+# element (a StringArray's size is its UTF-8 bytes: TF.js counts those). Keyed by the DType
+# objects themselves, found on identity (see _use_backend)
+DTYPE_NAME = {}
+ITEM_BYTES = {"float32": 4, "float64": 8, "int32": 4, "bool": 1, "string": 1}
 _check_types = None        # the active backend's array types, once a second one was used
-_ids = itertools.count()   # (next() on a count is atomic under the GIL)
-_tracer = None             # flowgrad.jit's tracer while a function is being traced
 # elementwise kernels with an output this big write into a recycled buffer, and tensors this
 # big hand their array to the pool when they let go of it (flowgrad/buffer_pool.py;
 # "infinite" on other backends; the memory policy turns the pool itself on and off)
 _OFF = 1 << 62
 POOL_MIN = _pool.MIN_ELEMENTS if B.name == "numpy" else _OFF
 
-# NumPy's floating-point error state, switched around each kernel: flowgrad/fpe.py
-from .fpe import _QUIET, _fpe_put, fpe_quiet, fpe_restore, fpe_saved  # noqa: E402,F401
+# NumPy's floating-point error state, switched around each kernel: flowgrad/float_errors.py
+from .float_errors import QUIET, fpe_put, fpe_saved  # noqa: E402
+# each thread's State, the tensor ids and the parking of disposed tensors: their one owner
+from .thread_state import LOCAL, next_id, park  # noqa: E402
 
 
-class State:
-    """One thread's engine state: its scopes, recording gate, session and counters."""
-    __slots__ = ("scope", "stack", "recording", "depth", "session", "in_backward",
-                 "nt", "nb", "nbuf", "thread", "fpe", "lite", "__weakref__")
-
-    def __init__(self):
-        self.scope = None          # the innermost open scope: the tensors created in it
-        self.stack = []            # (name, list) of the open scopes, innermost last
-        self.recording = False     # an op is recorded iff a gradient function's forward runs
-        self.depth = 0
-        self.session = None        # the Session that receives recorded nodes
-        self.in_backward = 0       # > 0 while gradient rules run (may read parked tensors)
-        self.fpe = None            # while in_backward: NumPy's errstate to put back
-        self.lite = False          # a first-order backward runs: new tensors are LITE
-        # this thread's share of memory(): tensors, bytes, buffers it created minus those
-        # it disposed or let the garbage collector free (a share may go negative)
-        self.nt = self.nb = self.nbuf = 0
-        self.thread = threading.current_thread()
+def set_tensor_class(cls):
+    """The class of the tensors the engine makes (tensor.py, which sits above the engine,
+    hands in its Tensor once, at import)."""
+    global _T
+    _T = cls
 
 
-_states = []               # every thread's State (a finished thread's is folded in _retired)
-_retired = [0, 0, 0]
-_states_lock = threading.Lock()
-renew_after_fork(globals(), "_states_lock", threading.Lock)     # (flowgrad/forks.py)
+def tensor_class():
+    """The Tensor class (for code below tensor.py that tells tensors from other values)."""
+    return _T
 
 
-class _Local(threading.local):
-    def __init__(self):
-        st = State()
-        self.s = st
-        with _states_lock:
-            _states.append(st)
-
-
-_tls = _Local()
-
-
-def state():
-    """This thread's engine State."""
-    return _tls.s
-
-
-def memory_counts():
-    """(tensors, buffers, bytes) over all threads."""
-    nt = nb = nbuf = 0
-    with _states_lock:
-        for st in list(_states):
-            if not st.thread.is_alive() and st is not _tls.s:
-                # a finished thread writes no more: fold its share in
-                _states.remove(st)
-                _retired[0] += st.nt
-                _retired[1] += st.nbuf
-                _retired[2] += st.nb
-                continue
-            nt += st.nt
-            nbuf += st.nbuf
-            nb += st.nb
-        return nt + _retired[0], nbuf + _retired[1], nb + _retired[2]
-
-
-def total_bytes():
-    """Bytes of live tensors over all threads (debug tools: peaks)."""
-    return memory_counts()[2]
+def dtype_name(dtype):
+    """flowgrad's dtype for an array dtype of the active backend, or None when it is none
+    of flowgrad's (int64, complex...)."""
+    return DTYPE_NAME.get(dtype)
 
 
 class Primitive:
@@ -200,26 +151,44 @@ def make_tensor(a):
     """Wrap a backend array (one of flowgrad's dtypes) as a new Tensor in the current scope."""
     # NOTE: a KeyboardInterrupt may land at any call or loop back-edge; the counters and the
     # flags that tensor_del reads are set with no call in between, so they always agree
-    i = next(_ids)
+    i = next_id()
     t = _T.__new__(_T)
     t._data = a
     t.shape = a.shape
-    t.dtype = dt = _NAME[a.dtype]
+    t.dtype = dt = DTYPE_NAME[a.dtype]
     t.id = i
     t._node = None
     t._pin = None
     t._buf = None
-    st = _tls.s
+    st = LOCAL.s
     if st.lite:
         t.kept = LITE
         t._disposed = False
         return t
     st.nt += 1
-    st.nb += a.size * _ITEM[dt]
+    st.nb += a.size * ITEM_BYTES[dt]
     st.nbuf += 1
     t.kept = False
     t._disposed = False
     sc = st.scope
+    if sc is not None:
+        sc.append(t)
+    return t
+
+
+def make_tensor_of(cls, a, shape):
+    """A new tensor of class ``cls`` (a Tensor subclass: tf.vmap's BatchedTensor) over the
+    array ``a``, with the logical ``shape``: counted and in the current scope, as
+    make_tensor's are. The caller sets the subclass's own slots."""
+    t = cls.__new__(cls)
+    t._data = a
+    t.shape = shape
+    t.dtype = DTYPE_NAME[a.dtype]
+    t.id = next_id()
+    t._node = None
+    t._pin = None
+    account_new(t)
+    sc = LOCAL.s.scope
     if sc is not None:
         sc.append(t)
     return t
@@ -238,10 +207,10 @@ def promote(t):
     """Count a LITE tensor and put it in the current scope, as if made there."""
     if t.kept != LITE:
         return
-    st = _tls.s
+    st = LOCAL.s
     # (counted and flagged with no call in between: interrupts, see make_tensor)
     st.nt += 1
-    st.nb += t._data.size * _ITEM[t.dtype]
+    st.nb += t._data.size * ITEM_BYTES[t.dtype]
     b = t._buf
     if b is None:
         st.nbuf += 1
@@ -260,8 +229,8 @@ def constant_tensor(a):
     t = _T.__new__(_T)
     t._data = a
     t.shape = a.shape
-    t.dtype = _NAME[a.dtype]
-    t.id = next(_ids)
+    t.dtype = DTYPE_NAME[a.dtype]
+    t.id = next_id()
     t._node = None
     t._pin = None
     t._buf = None
@@ -272,24 +241,32 @@ def constant_tensor(a):
 
 def nbytes(t):
     """Bytes of a tensor's array (any backend: the standard has no ``nbytes``)."""
-    return t._data.size * _ITEM[t.dtype]
+    return t._data.size * ITEM_BYTES[t.dtype]
 
 
-def _use_backend(ns):
+def _use_backend(ns, first=False):
     """The active backend changed: kernels get its namespace, and from now on each kernel
     checks that its inputs live on it."""
     global B, _check_types, POOL_MIN
     B = ns
     POOL_MIN = _pool.MIN_ELEMENTS if ns.name == "numpy" else _OFF
+    # NOTE: the tables are keyed by flowgrad's DType objects, not their "float32" strings:
+    # a DType finds a string key only through DType.__eq__ (a Python call per lookup,
+    # several per op), the DType itself on identity. The backend's own table too.
+    by_name = {str(d): d for d in dtypes.DTYPES}
+    for table in (ITEM_BYTES, ns.dtypes):
+        for k in [k for k in table if k in by_name and k is not by_name[k]]:
+            table[by_name[k]] = table.pop(k)       # (pop first: an equal key would stay)
     # NOTE: only the active backend's dtypes: other libraries' dtypes may hash alike and
     # warn when compared (array-api-strict's do)
-    _NAME.clear()
-    _NAME.update((v, k) for k, v in ns.dtypes.items())
-    _NAME[STRING_DTYPE] = "string"      # string tensors are host data, on every backend
-    if ns.name != "numpy" or _check_types is not None:
+    DTYPE_NAME.clear()
+    DTYPE_NAME.update((v, by_name.get(str(k), k)) for k, v in ns.dtypes.items())
+    DTYPE_NAME[STRING_DTYPE] = "string"      # string tensors are host data, on every backend
+    if not first and (ns.name != "numpy" or _check_types is not None):
         _check_types = ns.array_types
 
 
+_use_backend(B, first=True)
 backends.on_change(_use_backend)
 
 
@@ -328,7 +305,7 @@ def _check_inputs(prim, inputs):
 def account_new(t, shares=None):
     """Count a tensor built outside make_tensor (variables), using ``shares``'s buffer if
     given, and mark it live: counted and flagged with no call in between (interrupts)."""
-    st = _tls.s
+    st = LOCAL.s
     if shares is not None:
         b = shares._buf
         if b is None:
@@ -339,14 +316,14 @@ def account_new(t, shares=None):
         t._buf = None
         st.nbuf += 1
     st.nt += 1
-    st.nb += t._data.size * _ITEM[t.dtype]
+    st.nb += t._data.size * ITEM_BYTES[t.dtype]
     t.kept = False
     t._disposed = False
 
 
 def count_buffers(n):
     """Adjust the buffer count by ``n`` (tf.jit hands a variable a fresh buffer)."""
-    _tls.s.nbuf += n
+    LOCAL.s.nbuf += n
 
 
 def share_buffer(src, dst):
@@ -356,7 +333,7 @@ def share_buffer(src, dst):
         b = src._buf = [1]
     b[0] += 1
     if dst._buf is None:
-        _tls.s.nbuf -= 1
+        LOCAL.s.nbuf -= 1
     else:
         release_buffer(dst)
     dst._buf = b
@@ -365,11 +342,11 @@ def share_buffer(src, dst):
 def release_buffer(t):
     b = t._buf
     if b is None:
-        _tls.s.nbuf -= 1
+        LOCAL.s.nbuf -= 1
     else:
         b[0] -= 1
         if b[0] == 0:
-            _tls.s.nbuf -= 1
+            LOCAL.s.nbuf -= 1
 
 
 def _uncount(st, t):
@@ -377,7 +354,7 @@ def _uncount(st, t):
     interrupt cannot separate the two)."""
     t._disposed = True
     st.nt -= 1
-    st.nb -= t._data.size * _ITEM[t.dtype]
+    st.nb -= t._data.size * ITEM_BYTES[t.dtype]
     b = t._buf
     if b is None:
         st.nbuf -= 1
@@ -396,11 +373,11 @@ def tensor_del(t):
                 t._data = None
                 _pool.offer(a)
             return
-        st = _tls.s
+        st = LOCAL.s
         a = t._data
         n = a.size
         st.nt -= 1
-        st.nb -= n * _ITEM[t.dtype]
+        st.nb -= n * ITEM_BYTES[t.dtype]
         b = t._buf
         if b is None:
             st.nbuf -= 1
@@ -420,11 +397,11 @@ def dispose_tensor(t):
     sessions that recorded it, see the module doc)."""
     if t._disposed or t.kept >= CONSTANT:
         return
-    st = _tls.s
+    st = LOCAL.s
     _uncount(st, t)
     n = t._node
     if (t._pin is None and st.session is None and (n is None or not n.sess.alive)
-            or not _park(t, st)):
+            or not park(t, st)):
         a = t._data
         t._data = None
         if a.size >= POOL_MIN:
@@ -452,7 +429,7 @@ def kernel_error(prim, inputs, e):
 
 def disposed_input(t, prim):
     """The array of a disposed input: allowed only for gradient rules reading saved tensors."""
-    if _tls.s.in_backward and t._data is not None:
+    if LOCAL.s.in_backward and t._data is not None:
         return t._data
     raise DisposedError(
         f"Tensor is disposed. The input of '{prim.name}' (a {t.dtype} tensor of shape "
@@ -470,11 +447,11 @@ def run_kernel(prim, inputs, attrs=None):
     """
     if _check_types is not None:
         _check_inputs(prim, inputs)
-    st = _tls.s
+    st = LOCAL.s
     q = None if st.in_backward else fpe_saved()
     try:
         if q is not None:
-            _fpe_put(_QUIET)
+            fpe_put(QUIET)
         if len(inputs) == 1:
             t = inputs[0]
             a = t._data if not t._disposed else disposed_input(t, prim)
@@ -505,16 +482,16 @@ def run_kernel(prim, inputs, attrs=None):
         raise kernel_error(prim, inputs, e) from e
     finally:
         if q is not None:
-            _fpe_put(q)
+            fpe_put(q)
     if prim.multi:
         return _multi_out(st, prim, inputs, attrs, out)
     shared = prim.view and B.may_share_memory(out, inputs[0]._data)
     # make_tensor, inlined: this is the hottest path of the library (same interrupt care)
-    i = next(_ids)
+    i = next_id()
     y = _T.__new__(_T)
     y._data = out
     y.shape = out.shape
-    y.dtype = dt = _NAME[out.dtype]
+    y.dtype = dt = DTYPE_NAME[out.dtype]
     y.id = i
     y._node = None
     y._pin = None
@@ -524,7 +501,7 @@ def run_kernel(prim, inputs, attrs=None):
         y._disposed = False
         return y
     st.nt += 1
-    st.nb += out.size * _ITEM[dt]
+    st.nb += out.size * ITEM_BYTES[dt]
     if shared:
         src = inputs[0]
         b = src._buf
@@ -583,9 +560,11 @@ def _multi_out(st, prim, inputs, attrs, out):
 on_record = None        # debug seam: fn(node) for nodes recorded outside run_kernel
 
 
-def record(prim, inputs, outputs, attrs=None, saved=None):
-    """Record an already computed application (custom gradients); returns the node or None."""
-    st = _tls.s
+def record(prim, inputs, outputs, attrs=None):
+    """Record an already computed application (custom gradients); returns the node or None.
+    (Its rule's saved tensors live in ``attrs``: a custom gradient's rule reads only what
+    its forward kept, and what it kept is the user's to keep alive.)"""
+    st = LOCAL.s
     if not st.recording or not inputs:
         return None
     sess = st.session
@@ -593,27 +572,12 @@ def record(prim, inputs, outputs, attrs=None, saved=None):
     n.prim = prim
     n.inputs = tuple(inputs)
     n.attrs = attrs
-    n.out = saved
+    n.out = None
     n.nout = 1
     n.sess = sess
     n.pos = len(sess.nodes)
     sess.nodes.append(n)
     outputs._node = n
-    for t in walk_tensors(saved):      # (a custom gradient's saved tensors: pinned now)
-        if t._pin is not sess:
-            _pin(t, sess)
     if on_record is not None:
         on_record(n)
     return n
-
-
-# the recording gate and the sessions live in recording.py (they only read the State)
-from .recording import (Session, _park, _pin, backward_level,  # noqa: E402,F401
-                        begin_recording, current_session, end_recording, enter_backward,
-                        exit_backward, in_backward, is_recording, pause_recording,
-                        recording_level, resume_recording, unwind_recording)
-
-# the scopes and the public memory API live in scopes.py (they only read the State)
-from .scopes import (begin_scope, check_function, dispose, end_scope, keep,  # noqa: E402
-                     memory, scope_level, scope_name, tidy, untrack, unwind_scopes,
-                     walk_tensors)

@@ -35,8 +35,8 @@ import weakref
 import numpy as np
 
 from . import engine as E
-from .args import as_int
-from .forks import after_fork
+from .arg_checks import as_int
+from .after_fork import after_fork
 
 # 128 KB blocks (32768 float32): fastest of 32-256 KB on W3 (a 2 MB L2 holds the block
 # buffers of a chain; smaller blocks pay more Python per element). On threads, twice that:

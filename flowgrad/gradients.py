@@ -15,14 +15,16 @@ from typing import TYPE_CHECKING, Any, Callable, ContextManager, Literal, Sequen
 
 from . import dtypes
 from . import engine as E
-from .args import check_arity, describe, flag
+from . import recording
+from . import scopes
+from .arg_checks import check_arity, describe, flag
 from .errors import (ArgumentError, DisposedError, DtypeError, GradientError,
                      UnconnectedGradientError)
-from .names import Result
+from .camel_case import Result
 from .ops import OPS, PRIMITIVES
 from .ops._core import scalar_of
 from .tape import backprop, check_dy_shape
-from .tensor import Tensor, Variable, _VARIABLES, convert
+from .tensor import Tensor, Variable, all_variables, convert
 
 if TYPE_CHECKING:
     from .tensor import TensorLike
@@ -153,14 +155,14 @@ def _gradients(run_f, xs, dy, api, shape_prefix, allow_unconnected, names):
         if x.dtype is not dtypes.float32 and x.dtype == "string":
             raise DtypeError(f"{api}: {names(i)} is a string tensor; gradients are defined "
                              f"for number tensors only")
-    level = E.recording_level()
+    level = recording.recording_level()
     try:
-        sess, owner = E.begin_recording()
+        sess, owner = recording.begin_recording()
         sess.watch(xs)
         try:
             y = run_f()
         finally:
-            E.end_recording()
+            recording.end_recording()
         if not isinstance(y, Tensor):
             raise GradientError(f"The result y returned by f() must be a tensor (got "
                                 f"{type(y).__name__}). {api}: make f return the tensor to "
@@ -170,9 +172,9 @@ def _gradients(run_f, xs, dy, api, shape_prefix, allow_unconnected, names):
         recorded = y._node is not None and y._node.sess is sess
     finally:
         try:
-            E.unwind_recording(level)
+            recording.unwind_recording(level)
         except BaseException:       # (interrupted on the way out: see engine.tidy)
-            E.unwind_recording(level)
+            recording.unwind_recording(level)
             raise
     if not all(connected) and not allow_unconnected:
         raise _unconnected(xs, connected, recorded, api, names)
@@ -223,7 +225,7 @@ def grad(f: Callable[..., Tensor], allow_unconnected: bool = False
                                "The shape of dy passed in grad(f)(x, dy) must match the "
                                "shape returned by f(x)", allow_unconnected, lambda i: "x")
             return gs[0]
-        return E.tidy(body)
+        return scopes.tidy(body)
 
     grad_f.__name__ = f"grad({getattr(f, '__name__', 'f')})"
     return grad_f
@@ -254,7 +256,7 @@ def grads(f: Callable[..., Tensor], allow_unconnected: bool = False
                                "the shape returned by f([x1,...])", allow_unconnected,
                                lambda i: f"args[{i}]")
             return gs
-        return E.tidy(body)
+        return scopes.tidy(body)
 
     grads_f.__name__ = f"grads({getattr(f, '__name__', 'f')})"
     return grads_f
@@ -282,7 +284,7 @@ def value_and_grad(f: Callable[..., Tensor], allow_unconnected: bool = False
                                "the shape returned by f(x)", allow_unconnected,
                                lambda i: "x")
             return Result(value=y, grad=gs[0])
-        return E.tidy(body)
+        return scopes.tidy(body)
 
     return vg
 
@@ -309,7 +311,7 @@ def value_and_grads(f: Callable[..., Tensor], allow_unconnected: bool = False
                                "must match the shape returned by f([x1,...])",
                                allow_unconnected, lambda i: f"args[{i}]")
             return Result(value=y, grads=gs)
-        return E.tidy(body)
+        return scopes.tidy(body)
 
     return vgs
 
@@ -374,7 +376,7 @@ def variable_pairs(f: Callable[[], Tensor], var_list: Sequence[Variable] | None 
     """
     _check_f(f, api)
     if var_list is None:
-        var_list = list(_VARIABLES.values())
+        var_list = all_variables()
         explicit = False
     else:
         explicit = True
@@ -387,7 +389,7 @@ def variable_pairs(f: Callable[[], Tensor], var_list: Sequence[Variable] | None 
         raise GradientError(f"variable_grads() expects at least one of the input variables to "
                             f"be trainable, but none of the {n} variables is trainable.")
 
-    y, gs = E.tidy(lambda: _variable_pass(f, train))
+    y, gs = scopes.tidy(lambda: _variable_pass(f, train))
     if all(g is None for g in gs):
         raise GradientError(_NO_CONNECTION)
     if y.rank != 0:
@@ -429,14 +431,14 @@ _NO_CONNECTION = (
 
 
 def _variable_pass(f, train):
-    level = E.recording_level()
+    level = recording.recording_level()
     try:
-        sess, owner = E.begin_recording()
+        sess, owner = recording.begin_recording()
         sess.watch(variables=True)
         try:
             y = _fit(f, (), "variable_grads(f)")
         finally:
-            E.end_recording()
+            recording.end_recording()
         if not isinstance(y, Tensor):
             raise GradientError(f"The result y returned by f() must be a tensor (got "
                                 f"{type(y).__name__}). variable_grads(f): make f return the "
@@ -445,9 +447,9 @@ def _variable_pass(f, train):
         grads, connected = backprop(y, seed, train, sess, unit=True)
     finally:
         try:
-            E.unwind_recording(level)
+            recording.unwind_recording(level)
         except BaseException:       # (interrupted on the way out: see engine.tidy)
-            E.unwind_recording(level)
+            recording.unwind_recording(level)
             raise
     out = []
     for v, g, c in zip(train, grads, connected):
@@ -491,12 +493,12 @@ class GradientTape:
         if self._active:
             raise GradientError("This GradientTape is already recording (nested "
                                 "'with tape:' of the same tape).")
-        level = self._level = E.recording_level()
+        level = self._level = recording.recording_level()
         try:
-            self._sess, self._owner = E.begin_recording()
+            self._sess, self._owner = recording.begin_recording()
             self._sess.watch(self._watched.values(), self.watch_accessed_variables)
         except BaseException:       # (an interrupt): the gate as it was
-            E.unwind_recording(level)
+            recording.unwind_recording(level)
             raise
         self._active = True
         self._used = False
@@ -504,7 +506,7 @@ class GradientTape:
 
     def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> Literal[False]:
         # the gate as before the block; the recording lives on in the tape (pinned)
-        E.unwind_recording(self._level, keep=self._sess)
+        recording.unwind_recording(self._level, keep=self._sess)
         self._active = False
         if exc_type is not None or (self._used and not self.persistent):
             self._release()
@@ -514,7 +516,7 @@ class GradientTape:
 
     def watch(self, tensor: Tensor | Sequence[Tensor]) -> None:
         """Differentiate with respect to ``tensor`` (or every tensor of a list)."""
-        for t in E.walk_tensors(tensor):
+        for t in scopes.walk_tensors(tensor):
             self._watched[id(t)] = t
             if self._active:
                 self._sess.watch((t,))
@@ -548,11 +550,11 @@ class GradientTape:
                                 f"'none' or 'zero', got {describe(unconnected_gradients)}")
         if not self._sess.alive:
             raise GradientError("This GradientTape's recording was already released.")
-        flat = list(E.walk_tensors(sources))
+        flat = list(scopes.walk_tensors(sources))
         if not flat:
             raise ArgumentError("GradientTape.gradient(): sources must be tensors, or lists, "
                                 "tuples or dicts of tensors")
-        targets = list(E.walk_tensors(target))
+        targets = list(scopes.walk_tensors(target))
         if not targets:
             raise ArgumentError("GradientTape.gradient(): target must be a tensor (or a list "
                                 "of tensors)")
@@ -592,11 +594,11 @@ class GradientTape:
 
         class _Pause:
             def __enter__(self_inner):
-                self_inner.level = E.pause_recording() if tape._active else None
+                self_inner.level = recording.pause_recording() if tape._active else None
 
             def __exit__(self_inner, *exc):
                 if self_inner.level is not None:
-                    E.resume_recording(self_inner.level)
+                    recording.resume_recording(self_inner.level)
                 return False
         return _Pause()
 

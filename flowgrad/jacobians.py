@@ -17,8 +17,9 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 from . import dtypes
-from . import engine as E
-from .args import argnums as _argnums, check_arity, choice, describe
+from . import recording
+from . import scopes
+from .arg_checks import argnums as _argnums, check_arity, choice, describe
 from .errors import ArgumentError, GradientError, ShapeError
 from .ops import OPS
 from .tape import NotBatchable, backprop
@@ -43,7 +44,7 @@ def _check(f, api):
 
 def _run(f, xs, api):
     check_arity(f, len(xs), api)
-    sess = E.current_session()
+    sess = recording.current_session()
     if sess is not None:
         sess.watch(xs)                      # its sources (is_recorded)
     y = f(*xs)
@@ -79,17 +80,17 @@ def _with_session(body):
     """Run body(sess) in a tidy, recording into a session that body ends (it calls
     end_recording once f has run); release the session if this call opened it."""
     def run():
-        level = E.recording_level()
+        level = recording.recording_level()
         try:
-            sess, _ = E.begin_recording()
+            sess, _ = recording.begin_recording()
             return body(sess)
         finally:
             try:
-                E.unwind_recording(level)
+                recording.unwind_recording(level)
             except BaseException:   # (interrupted on the way out: see engine.tidy)
-                E.unwind_recording(level)
+                recording.unwind_recording(level)
                 raise
-    return E.tidy(run)
+    return scopes.tidy(run)
 
 
 def jacobian(f: Callable[..., Tensor], argnums: int | Sequence[int] = 0, mode: str = "rev"
@@ -120,7 +121,7 @@ def jacobian(f: Callable[..., Tensor], argnums: int | Sequence[int] = 0, mode: s
                 try:
                     y = _run(f, xs, "jacobian")
                 finally:
-                    E.end_recording()
+                    recording.end_recording()
                 seed = _basis(y.size, y.shape, dtypes.grad_dtype(y.dtype))
                 gs = _batched(y, seed, targets, sess)
                 out = [_reshape(g, y.shape + x.shape) for g, x in zip(gs, targets)]
@@ -130,7 +131,7 @@ def jacobian(f: Callable[..., Tensor], argnums: int | Sequence[int] = 0, mode: s
                     u = _fill(y.shape, 0, dtypes.grad_dtype(y.dtype))
                     hs, _ = backprop(y, u, targets, sess)       # J^T u, recorded
                 finally:
-                    E.end_recording()
+                    recording.end_recording()
                 out = []
                 for h, x in zip(hs, targets):
                     gdt = dtypes.grad_dtype(x.dtype)
@@ -180,7 +181,7 @@ def hessian(f: Callable[..., Tensor], argnums: int | Sequence[int] = 0
             raise ShapeError(f"hessian(f): f must return a scalar, got {shape}; for a "
                              f"vector function use jacobian(jacobian(f))")
         seed = _fill(y.shape, 1, dtypes.grad_dtype(y.dtype))
-        gs, _ = backprop(y, seed, [args[i] for i in nums], E.current_session())
+        gs, _ = backprop(y, seed, [args[i] for i in nums], recording.current_session())
         gs = [g if g is not None else _fill(args[i].shape, 0, dtypes.grad_dtype(
             args[i].dtype)) for g, i in zip(gs, nums)]
         # every gradient flattened end to end: one jacobian pass covers all the blocks
@@ -202,7 +203,7 @@ def hessian(f: Callable[..., Tensor], argnums: int | Sequence[int] = 0
             parts = [_split(c, sizes) for c in cols]
             return tuple(tuple(_reshape(parts[j][i], shapes[i] + shapes[j])
                                for j in range(len(cols))) for i in range(len(cols)))
-        return E.tidy(blocks)
+        return scopes.tidy(blocks)
 
     return hess
 
@@ -247,7 +248,7 @@ def hvp(f: Callable[..., Tensor], argnums: int | Sequence[int] = 0) -> Callable[
                 (g,), _ = backprop(y, _fill(y.shape, 1, dtypes.grad_dtype(y.dtype)), [x], sess)
                 s = (g * v).sum() if g is not None else None
             finally:
-                E.end_recording()
+                recording.end_recording()
             if s is None:
                 return _fill(x.shape, 0, dtypes.grad_dtype(x.dtype))
             (hv_,), _ = backprop(s, _fill((), 1, s.dtype), [x], sess)
@@ -295,14 +296,14 @@ def vjp(f: Callable[..., Tensor], *primals: TensorLike) -> tuple[Tensor, VJPFunc
     """
     _check(f, "vjp")
     xs = [convert(a, f"primals[{i}]", "vjp") for i, a in enumerate(primals)]
-    level = E.recording_level()
+    level = recording.recording_level()
     try:
-        sess, owner = E.begin_recording()
+        sess, owner = recording.begin_recording()
         y = _run(f, xs, "vjp")
     except BaseException:
-        E.unwind_recording(level)
+        recording.unwind_recording(level)
         raise
-    E.unwind_recording(level, keep=sess)     # the pullback keeps the recording (pinned)
+    recording.unwind_recording(level, keep=sess)     # the pullback keeps the recording (pinned)
     if owner:
         sess.detach()
     return y, VJPFunction(y, xs, sess, owner)
@@ -346,7 +347,7 @@ def jvp(f: Callable[..., Tensor], primals: TensorLike | Sequence[TensorLike],
                     t = (h * v).sum()
                     s = t if s is None else s + t
         finally:
-            E.end_recording()
+            recording.end_recording()
         if s is None:
             return y, _fill(y.shape, 0, dtypes.grad_dtype(y.dtype))
         (jv,), _ = backprop(s, _fill((), 1, s.dtype), [u], sess)

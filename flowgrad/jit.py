@@ -31,11 +31,13 @@ from . import batching as _batching
 from . import fusion as _fusion
 from . import jit_closures
 from . import engine as E
-from . import seams
-from .args import as_int, check_arity
+from . import float_errors
+from . import interceptors
+from .arg_checks import as_int, check_arity
 from .errors import ArgumentError, JitError
-from .names import Result
+from .camel_case import Result
 from .ops import PRIMITIVES
+from .recording import is_recording
 from .replay_buffers import Recycled, plan, ufunc_target
 from .tensor import Tensor, Variable, convert
 
@@ -52,7 +54,7 @@ class _Tracer:
         self.keep = []             # keeps traced objects alive so their ids stay unique
         self.reads = {}            # id(array) -> array: values of outside tensors read
         self.made = {}             # id(array) -> array: constants made while tracing
-        self.plain_run = E.run_kernel      # what lies below the tracer (seams.set_layer)
+        self.plain_run = E.run_kernel      # what lies below the tracer (interceptors.set_layer)
         self.plain_make = E.make_tensor
         self.thread = threading.get_ident()     # other threads' ops are not traced
 
@@ -185,12 +187,12 @@ class _Program:
             fn = idle.pop()
         except IndexError:          # every replay is running in another thread
             fn = _compile(*self._spec)[0]
-        q = E.fpe_saved()           # (kernels return -Inf/NaN silently, as in eager runs)
+        q = float_errors.fpe_saved()           # (kernels return -Inf/NaN silently, as in eager runs)
         try:
-            E.fpe_quiet()
+            float_errors.fpe_quiet()
             outs = fn(arrays)
         finally:
-            E.fpe_restore(q)
+            float_errors.fpe_restore(q)
             idle.append(fn)         # (an interrupt before this only loses a replay)
         if outs is None:            # a name it read by now holds another tensor (or none)
             self.watch.fail()       # (raises, naming it)
@@ -274,13 +276,13 @@ def _simplify(tr, out_refs):
 def _fold(prim, refs, attrs):
     """A pure kernel of constant arrays, run once at trace time (its value is a constant
     of the trace, as the inputs are)."""
-    saved = E.fpe_saved()
+    saved = float_errors.fpe_saved()
     try:
-        E.fpe_quiet()
+        float_errors.fpe_quiet()
         arrays = [r[1] for r in refs]
         return prim.fwd(E.B, *arrays, **attrs) if attrs else prim.fwd(E.B, *arrays)
     finally:
-        E.fpe_restore(saved)
+        float_errors.fpe_restore(saved)
 
 
 def _is_one(val, ones_c):
@@ -447,7 +449,7 @@ def _set_var(var, arr):
     if b is not None:
         b[0] -= 1
         if b[0]:
-            E._tls.s.nbuf += 1      # the old buffer lives on in other tensors
+            E.count_buffers(1)      # the old buffer lives on in other tensors
     var._buf = None
     var._data = arr
 
@@ -524,7 +526,7 @@ def jit(fn: Any = None, *, max_traces: int = MAX_TRACES, threads: int | None = N
 
     @functools.wraps(fn)
     def wrapper(*args):
-        if E._tracer is not None or E._tls.s.recording or _batching.active():
+        if interceptors.reader is not None or is_recording() or _batching.active():
             # differentiated (is_recording, inlined), inside an outer trace, or inside
             # tf.vmap (batched tensors: the trace would see per-example shapes): eagerly
             return fn(*args)
@@ -563,26 +565,26 @@ _EAGER = object()       # a program for these shapes: run fn eagerly (it uses tf
 
 
 def _trace(fn, ts, threads=None):
-    from .tensor import _VARIABLES
+    from .tensor import all_variables
     tr = _Tracer()
     for t in ts:
         tr.new_slot(t)
     captures = jit_closures.find(fn)      # what fn reaches by name, before it runs
-    n_vars = len(_VARIABLES)
-    E._tracer = tr
+    n_vars = len(all_variables())
+    w = interceptors.watch("trace", owner=tr, read=tr.on_read, assign=tr.on_assign)
     try:
-        seams.set_layer("trace", tr.run_kernel, tr.make_tensor, tr.link)
+        interceptors.set_layer("trace", tr.run_kernel, tr.make_tensor, tr.link)
         result = fn(*ts)
     finally:
-        E._tracer = None
+        interceptors.unwatch(w)
         try:
-            seams.set_layer("trace", None)
+            interceptors.set_layer("trace", None)
         except BaseException:       # (interrupted on the way out: the tracer must go)
-            seams.set_layer("trace", None)
+            interceptors.set_layer("trace", None)
             raise
     if getattr(tr, "untraceable", False):
         return result, None     # tf.vmap ran inside: its batched kernels bypass the trace
-    if len(_VARIABLES) != n_vars:
+    if len(all_variables()) != n_vars:
         raise JitError("tf.jit: the function created or disposed variables while being "
                        "traced; a replay would not: create variables outside the jitted "
                        "function.")

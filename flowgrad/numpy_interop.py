@@ -22,7 +22,7 @@ import math
 import numpy as np
 
 from . import dtypes
-from . import engine as E
+from . import recording
 from .errors import ArgumentError, GradientError, ShapeError
 from .ops._core import OPS, binary_args
 from .tensor import Tensor
@@ -520,7 +520,7 @@ def array_function(self, func, types, args, kwargs):
 def _unmapped(fname, func, args, kwargs, out):
     """A NumPy function with no flowgrad op: refuse while recording (the tape would be cut
     silently), otherwise compute on the values and return what NumPy returns."""
-    if E.is_recording() and _any_tensor((args, kwargs)):
+    if recording.is_recording() and _any_tensor((args, kwargs)):
         alt = ALTERNATIVES.get(fname)
         short = fname.rsplit(".", 1)[-1]
         if alt is None and short in OPS:

@@ -7,7 +7,11 @@ import numpy as np
 
 from . import engine as E
 
-POOL_MIN = 4096           # elements: smaller arrays are cheaper to allocate than to manage
+# elements: smaller outputs are cheaper to allocate than to plan buffers for. NOTE: not the
+# eager buffer pool's threshold (buffer_pool.MIN_ELEMENTS, 16x this): a replay's buffers are
+# planned once per trace and reused with no reference-count test, so they pay off on arrays
+# that malloc would still serve from its heap; the eager pool pays a test per tensor freed
+PLANNED_MIN = 4096
 
 
 def _big_float_ufunc(tr, prim, refs, outs):
@@ -15,7 +19,7 @@ def _big_float_ufunc(tr, prim, refs, outs):
     if prim.ufunc is None or len(outs) != 1 or not E.B.supports_out:
         return False
     shape, dt = tr.meta[outs[0]]
-    if dt not in E.B.float_dtypes or int(np.prod(shape)) < POOL_MIN:
+    if dt not in E.B.float_dtypes or int(np.prod(shape)) < PLANNED_MIN:
         return False
     return all(r[0] != "s" or tr.meta[r[1]][1] == dt for r in refs)
 

@@ -11,12 +11,13 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Callable, TypeVar, overload
 
 from . import engine as E
-from .engine import _ITEM, _park, _tls
+from .engine import ITEM_BYTES
 from .errors import ArgumentError
 from .buffer_pool import offer
+from .thread_state import LOCAL, memory_counts, park
 
 if TYPE_CHECKING:
-    from .names import Result
+    from .camel_case import Result
 
 _R = TypeVar("_R")
 
@@ -25,12 +26,12 @@ _R = TypeVar("_R")
 
 def scope_level():
     """This thread's number of open scopes: pass it to unwind_scopes in a ``finally``."""
-    return len(_tls.s.stack)
+    return len(LOCAL.s.stack)
 
 
 def begin_scope(name=None):
     """Open a scope: tensors created until the matching end_scope belong to it."""
-    st = _tls.s
+    st = LOCAL.s
     sc = []
     st.stack.append((name, sc))
     st.scope = sc
@@ -40,7 +41,7 @@ def end_scope(result=None, st=None):
     """Close the innermost scope: dispose its tensors except kept ones and those in
     ``result``, which move to the enclosing scope."""
     if st is None:
-        st = _tls.s
+        st = LOCAL.s
     stack = st.stack
     if not stack:
         return
@@ -51,7 +52,7 @@ def end_scope(result=None, st=None):
     if not tensors:
         return
     # (a set: membership by identity, never Tensor.__eq__)
-    keep = () if result is None else {result} if isinstance(result, E._T) else \
+    keep = () if result is None else {result} if isinstance(result, E.tensor_class()) else \
         tensor_set(result)
     try:
         _dispose_scope(st, tensors, keep, parent)
@@ -75,7 +76,7 @@ def _dispose_scope(st, tensors, keep, parent):
             continue
         t._disposed = True
         st.nt -= 1
-        st.nb -= t._data.size * _ITEM[t.dtype]
+        st.nb -= t._data.size * ITEM_BYTES[t.dtype]
         b = t._buf
         if b is None:
             st.nbuf -= 1
@@ -85,7 +86,7 @@ def _dispose_scope(st, tensors, keep, parent):
                 st.nbuf -= 1
         n = t._node
         if (t._pin is None and session is None and (n is None or not n.sess.alive)
-                or not _park(t, st)):
+                or not park(t, st)):
             a = t._data
             t._data = None
             if a.size >= E.POOL_MIN:
@@ -95,20 +96,20 @@ def _dispose_scope(st, tensors, keep, parent):
 def unwind_scopes(level, result=None):
     """Close this thread's scopes down to ``level`` (noted before opening one), keeping
     ``result`` through each. Idempotent: safe after any interrupt."""
-    st = _tls.s
+    st = LOCAL.s
     while len(st.stack) > level:
         end_scope(result, st)
 
 
 def scope_name():
     """The name of the innermost open scope (None outside any scope)."""
-    st = _tls.s
+    st = LOCAL.s
     return st.stack[-1][0] if st.stack else None
 
 
 def untrack(t):
     """Remove a tensor from scope tracking (variables are never disposed by tidy)."""
-    for _, tensors in reversed(_tls.s.stack):
+    for _, tensors in reversed(LOCAL.s.stack):
         for i in range(len(tensors) - 1, -1, -1):
             if tensors[i] is t:
                 del tensors[i]
@@ -117,7 +118,7 @@ def untrack(t):
 
 def walk_tensors(obj, _seen=None):
     """Yield every Tensor inside nested lists, tuples, dicts and flowgrad result objects."""
-    T = E._T
+    T = E.tensor_class()
     if isinstance(obj, T):
         yield obj
         return
@@ -143,7 +144,7 @@ def walk_tensors(obj, _seen=None):
 def tensor_set(obj):
     """The set of the tensors walk_tensors yields. Lists and tuples of tensors and Nones
     (what gradient calls return, every step) are read in one loop, without generators."""
-    T = E._T
+    T = E.tensor_class()
     found = set()
     todo = [obj]
     seen = set()
@@ -202,7 +203,7 @@ def tidy(name_or_fn: Any, fn: Any = None) -> Any:
         if not callable(fn):
             raise ArgumentError("When calling with two arguments, the 2nd argument to tidy() "
                                 "must be a function")
-    st = _tls.s
+    st = LOCAL.s
     level = len(st.stack)
     result = None
     try:
@@ -214,8 +215,8 @@ def tidy(name_or_fn: Any, fn: Any = None) -> Any:
         except TypeError:
             _check_no_params(fn)
             raise
-        if (result is not None and not isinstance(result, E._T)  # type: ignore[arg-type]
-                and hasattr(result, "__await__")):      # (E._T is Tensor, set at import)
+        if (result is not None and not isinstance(result, E.tensor_class())
+                and hasattr(result, "__await__")):
             raise ArgumentError("Cannot return a coroutine (or other awaitable) inside of "
                                 "tidy(): await it outside, or return its tensors.")
         return result
@@ -255,7 +256,7 @@ def keep(t: _R) -> _R:
     >>> kept[0].is_disposed
     False
     """
-    if not isinstance(t, E._T):  # type: ignore[arg-type]  # (E._T: Tensor, set at import)
+    if not isinstance(t, E.tensor_class()):
         raise ArgumentError(f"keep() takes a Tensor, got {type(t).__name__}")
     if t.kept == E.CONSTANT:
         return t                    # (internal constants are never disposed anyway)
@@ -290,11 +291,11 @@ def memory() -> Result:
     On a GPU backend (TF.js: webgl) ``num_bytes_in_gpu`` adds the bytes the device's memory
     pool holds for live arrays; disposing a tensor returns its block to the pool at once.
     """
-    from .names import Result
+    from .camel_case import Result
     extra = {}
     device = E.B.device_bytes()
     if device is not None:
         extra["num_bytes_in_gpu"] = device
-    nt, nbuf, nb = E.memory_counts()
+    nt, nbuf, nb = memory_counts()
     return Result(unreliable=False, reasons=[], num_tensors=nt,
                   num_data_buffers=nbuf, num_bytes=nb, **extra)

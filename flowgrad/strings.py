@@ -181,24 +181,16 @@ def _nest(values, where):
     return [s for p in parts for s in p[0]], (len(values),) + shape
 
 
-def string_tensor(values, shape=None, dtype=None, where="tensor()", rank=None):
-    """A string tensor from a str, nested lists of str, a NumPy array of strings or a string
-    tensor (``tf.tensor`` and friends call this for string values or ``dtype='string'``)."""
-    from . import engine as E
-    from .tensor import Tensor
+def string_array(values, shape=None, dtype=None, where="tensor()", rank=None):
+    """The StringArray of a string tensor made from a str, nested lists of str or a NumPy
+    array of strings (``tf.tensor`` and friends call this for string values or
+    ``dtype='string'``; a string tensor's values come as its ``StringArray.values``)."""
     if dtype is not None and not (isinstance(dtype, str) and dtype == STRING):
         if not isinstance(dtype, (str, type)):
             raise DtypeError(f"{where}: dtype must be 'string' (or None) for string values, "
                              f"got a {type(dtype).__name__}")
         raise DtypeError(f"{where}: string values make a 'string' tensor; dtype {dtype!r} "
                          f"is for numbers (cast strings to numbers in Python first)")
-    if isinstance(values, Tensor):
-        values.throw_if_disposed()
-        if values.dtype != STRING:
-            raise DtypeError(f"{where}: dtype 'string' needs string values, got a "
-                             f"{values.dtype} tensor (flowgrad does not cast numbers to "
-                             f"strings)")
-        values = values._data.values
     if isinstance(values, np.ndarray):
         if values.dtype.kind == "S":
             raise DtypeError(f"{where}: byte strings are not supported: decode them to str "
@@ -234,4 +226,4 @@ def string_tensor(values, shape=None, dtype=None, where="tensor()", rank=None):
                          f"list")
     arr = np.empty(len(flat), dtype=object)
     arr[:] = flat
-    return E.make_tensor(StringArray(arr.reshape(shape if shape is not None else vshape)))
+    return StringArray(arr.reshape(shape if shape is not None else vshape))

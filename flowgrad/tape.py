@@ -13,8 +13,11 @@ import weakref
 
 from . import dtypes
 from . import engine as E
-from .seams import ENGINE_MAKE as _MAKE_TENSOR, ENGINE_RUN as _RUN_KERNEL
+from . import recording
+from . import interceptors
+from .interceptors import ENGINE_MAKE as _MAKE_TENSOR, ENGINE_RUN as _RUN_KERNEL
 from .errors import GradientError, ShapeError
+from .thread_state import next_id
 
 Node = E.Node
 
@@ -32,8 +35,7 @@ node_hooks = weakref.WeakKeyDictionary()   # node -> {output index: [fn]}: tenso
 # second thread running backward passes; tests/test_engine_state.py)
 any_node_hooks = False
 source_hooks = {}                          # id(x) -> (weakref to x, [fn]): tf.debug.on_gradient
-dx_hook = None                             # fn(node, i, input, dx, dy) -> dx: every gradient
-y_hook = None                              # fn(y): the output a backward pass starts from
+# (the debug tools that watch every gradient of a sweep: interceptors.watch, read once a pass)
 
 
 # Seeds of ones (grad's default dy) while their backward pass runs, and the ones rules
@@ -70,7 +72,7 @@ def _shape_str(shape):
     return str(tuple(shape))
 
 
-def _input_name(prim, i):
+def input_name(prim, i):
     names = prim.arg_names
     if prim.strict or i >= len(names) or names[0] in ("tensors", "args"):
         return f"input {i}" if prim.strict else str(i)
@@ -98,7 +100,7 @@ def unbroadcast(dx, shape, prim=None, i=0, nlead=0):
         op = prim.name if prim is not None else "?"
         raise GradientError(
             f"Error in gradient for op {op}. The gradient of input "
-            f"'{_input_name(prim, i) if prim is not None else i}' has shape "
+            f"'{input_name(prim, i) if prim is not None else i}' has shape "
             f"{_shape_str(dshape[nlead:])}, which does not match the shape of the input "
             f"{_shape_str(shape)}")
     if axes:
@@ -113,7 +115,7 @@ def _fix_grad(dx, t, n, i, lead=()):
     """Bring a rule's gradient to the input's shape and gradient dtype (or explain why not).
     ``lead``: the batch axes of a vectorised pass, kept in front."""
     prim = n.prim
-    if not isinstance(dx, E._T):
+    if not isinstance(dx, E.tensor_class()):
         if prim.strict:
             raise GradientError(
                 "The function f passed in custom_grad(f) must return an object where "
@@ -217,7 +219,14 @@ class NotBatchable(Exception):
     """A node's rule cannot take batched cotangents (the caller loops instead)."""
 
 
-batched_hook = None     # (activate, deactivate) for sessions with vmap nodes: flowgrad.batching
+_batching = None        # (activate, deactivate) for sessions with vmap nodes: bind_batching
+
+
+def bind_batching(activate, deactivate):
+    """Give the sweep tf.vmap's batching (flowgrad/batching.py, which sits above): a session
+    that recorded batched nodes runs its rules with the batched kernel entry on."""
+    global _batching
+    _batching = (activate, deactivate)
 
 
 def backprop(y, dy, xs, sess, batch=False, unit=False):
@@ -235,7 +244,7 @@ def backprop(y, dy, xs, sess, batch=False, unit=False):
     if unit and not batch:
         return _unit_backprop(y, dy, xs, sess)
     if sess is not None and sess.batched:   # nodes recorded inside tf.vmap: batch the rules
-        h = batched_hook
+        h = _batching
         h[0]()
         try:
             return _backprop(y, dy, xs, sess, batch)
@@ -245,7 +254,7 @@ def backprop(y, dy, xs, sess, batch=False, unit=False):
 
 
 def _unit_backprop(y, dy, xs, sess):
-    start = next(E._ids)
+    start = next_id()
     k = id(dy)
     made = getattr(_made_units, "ids", None)
     if made is None:
@@ -267,8 +276,9 @@ def _unit_backprop(y, dy, xs, sess):
 
 def _backprop(y, dy, xs, sess, batch):
     hooks = any_node_hooks and len(node_hooks) > 0      # (this pass's own reading)
-    if y_hook is not None:
-        y_hook(y)
+    dx_hook = interceptors.dx_hook             # (one reading a pass: a watch may come meanwhile)
+    if interceptors.y_hook is not None:
+        interceptors.y_hook(y)
     src = {}
     for x in xs:
         src[id(x)] = x
@@ -292,28 +302,28 @@ def _backprop(y, dy, xs, sess, batch):
             lst = [None] * yn.nout
             lst[y._idx] = dy
             grads = {yn: lst}
-        level = E.backward_level()
-        st = E._tls.s
-        lite = st.lite
+        level = recording.backward_level()
+        lite = recording.is_lite()
         try:
-            E.enter_backward()
+            recording.enter_backward()
             # LITE (engine.LITE): in a first-order pass whose tensors only flowgrad's rules
             # see (nobody records them, no hook, seam, tracer or batch), each is freed the
             # moment the pass drops it: no accounting, no scope, and the peak memory of a
             # chain's backward is a few gradients, not one per op
-            st.lite = (not st.recording and not lead and not hooks and
-                       dx_hook is None and E.run_kernel is _RUN_KERNEL and
-                       E.make_tensor is _MAKE_TENSOR)
-            _sweep(order, grads, gsrc, src, needs, lead, hooks)
+            on = (not recording.is_recording() and not lead and not hooks and
+                  dx_hook is None and E.run_kernel is _RUN_KERNEL and
+                  E.make_tensor is _MAKE_TENSOR)
+            recording.set_lite(on)
+            _sweep(order, grads, gsrc, src, needs, lead, hooks, dx_hook, on)
         finally:
-            st.lite = lite
             try:
-                E.exit_backward(level)
+                recording.exit_backward(level, lite)
             except BaseException:   # (interrupted on the way out: see engine.tidy)
-                E.exit_backward(level)
+                recording.exit_backward(level, lite)
                 raise
+        T = E.tensor_class()
         for g in gsrc.values():         # the gradients handed out are counted tensors
-            if type(g) is E._T and g.kept == E.LITE:
+            if type(g) is T and g.kept == E.LITE:
                 E.promote(g)
     if source_hooks:
         for k in list(gsrc):
@@ -329,7 +339,7 @@ def _run_hooks(fns, g):
     for fn in list(fns):
         r = fn(g)
         if r is not None:
-            if not isinstance(r, E._T) or r.shape != g.shape:
+            if not isinstance(r, E.tensor_class()) or r.shape != g.shape:
                 site = getattr(fn, "site", None)
                 raise GradientError(f"A gradient hook must return None or a tensor of the "
                                     f"gradient's shape {g.shape}, got "
@@ -350,12 +360,11 @@ def _count_error(prim, ins, r):
                          f"expected {len(ins)} gradients.")
 
 
-def _sweep(order, grads, gsrc, src, needs, lead=(), hooks=False):
+def _sweep(order, grads, gsrc, src, needs, lead=(), hooks=False, dx_hook=None, lite=False):
     # NOTE: no module global is written here: in CPython 3.11+ a STORE_GLOBAL invalidates
     # the module's cached global lookups
     add = _ops.add
-    T = E._T
-    st = E._tls.s
+    T = E.tensor_class()
     for n in reversed(order):
         g = grads.pop(n, None)
         if g is None:
@@ -377,8 +386,8 @@ def _sweep(order, grads, gsrc, src, needs, lead=(), hooks=False):
             args = ins + (y,)
         want = needs[n]
         attrs = n.attrs
-        if prim.strict and st.lite:
-            r = _user_rule(st, prim, g, args, attrs)
+        if prim.strict and lite:
+            r = _user_rule(prim, g, args, attrs)
         elif prim.vjp_needs:
             r = (prim.vjp(g, *args, needs=want, **attrs) if attrs
                  else prim.vjp(g, *args, needs=want))
@@ -416,15 +425,15 @@ def _sweep(order, grads, gsrc, src, needs, lead=(), hooks=False):
                 lst[j] = dx if lst[j] is None else add(lst[j], dx)
 
 
-def _user_rule(st, prim, g, args, attrs):
+def _user_rule(prim, g, args, attrs):
     """A custom gradient's function (user code, which may keep what it is given) in a LITE
     pass: it gets counted tensors and makes counted ones, as anywhere else."""
     E.promote(g)
-    st.lite = False
+    recording.set_lite(False)
     try:
         return prim.vjp(g, *args, **attrs) if attrs else prim.vjp(g, *args)
     finally:
-        st.lite = True
+        recording.set_lite(True)
 
 
 def _node_hook(n, g):

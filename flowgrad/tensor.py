@@ -17,11 +17,14 @@ import numpy as np
 
 from . import dtypes
 from . import engine as E
+from . import interceptors
+from .arg_checks import flag
 from .errors import (ArgumentError, DisposedError, DtypeError, GradientError, ShapeError,
                      VariableError)
-from .names import camel_attribute
+from .camel_case import camel_attribute
 from .printing import tensor_to_string
-from .recording import is_recorded
+from .recording import current_session, is_recorded
+from .thread_state import next_id
 
 
 # where __array__ looks for the user's line: the first frame outside flowgrad and NumPy
@@ -97,8 +100,8 @@ class Tensor:
         """The array, for reading values (user-facing conversions go through here)."""
         if self._disposed:
             self.throw_if_disposed()
-        if E._tracer is not None:
-            E._tracer.on_read(self)
+        if interceptors.reader is not None:
+            interceptors.reader(self)
         return self._data
 
     # ------------------------------------------------------------- conversion
@@ -365,7 +368,7 @@ class Variable(Tensor):
                                 f"{self.shape} must match")
         value.throw_if_disposed()
         data = value._data          # not a read of the value (tf.jit traces assignments)
-        sess = E.current_session()
+        sess = current_session()
         if sess is not None:
             for n in sess.nodes:
                 if any(t is self for t in n.inputs):
@@ -374,8 +377,8 @@ class Variable(Tensor):
                         f"an op used it, so its gradient would be computed from the new "
                         f"value. Compute the new value inside, and assign() after the "
                         f"gradient call returns.")
-        if E._tracer is not None:
-            E._tracer.on_assign(self, value)
+        if interceptors.assigner is not None:
+            interceptors.assigner(self, value)
         E.share_buffer(value, self)
         self._data = data
         return self
@@ -409,7 +412,6 @@ def variable(initial_value: Any, trainable: bool = True, name: str | None = None
     ('v_doc', True)
     >>> v.dispose()
     """
-    from .args import flag      # (args imports this module)
     trainable = flag(trainable, "trainable", "variable()")
     dtype = dtypes.canonical(dtype, fn="variable()")
     init = convert(initial_value, "initial_value", "variable")
@@ -439,7 +441,7 @@ def _new_variable(init, name, trainable):
     v._data = init._data
     v.shape = init.shape
     v.dtype = init.dtype
-    v.id = next(E._ids)
+    v.id = next_id()
     v._node = None
     v._pin = None
     v.name = name
@@ -451,6 +453,17 @@ def _new_variable(init, name, trainable):
 def registered_variables() -> dict[str, Variable]:
     """The live variables, by name, in registration order."""
     return dict(_VARIABLES)
+
+
+def all_variables() -> list[Variable]:
+    """The live variables, in registration order (what variable_grads and minimize take by
+    default)."""
+    return list(_VARIABLES.values())
+
+
+def find_variable(name: str) -> Variable | None:
+    """The live variable registered as ``name``, or None."""
+    return _VARIABLES.get(name)
 
 
 def dispose_variables() -> None:
@@ -595,21 +608,4 @@ def convert(x, arg="x", fn="op", dtype=None):
                                               where=f"Argument '{arg}' passed to '{fn}'")))
 
 
-def _dtype_keyed_tables(ns):
-    """Key the engine's and the backend's dtype tables by flowgrad's DType objects.
-
-    They are written with plain ``"float32"`` strings; a DType finds such a key only
-    through ``DType.__eq__`` (a Python call per lookup, several per op), the DType itself
-    on identity. Run at import and after every backend change (after the engine's own
-    listener has refilled its name table from the backend's)."""
-    by_name = {str(d): d for d in dtypes.DTYPES}
-    for table in (E._ITEM, ns.dtypes):
-        for k in [k for k in table if k in by_name and k is not by_name[k]]:
-            table[by_name[k]] = table.pop(k)       # (pop first: an equal key would stay)
-    for k, v in E._NAME.items():
-        E._NAME[k] = by_name.get(v, v)
-
-
-_dtype_keyed_tables(E.B)
-E.backends.on_change(_dtype_keyed_tables)
-E._T = Tensor
+E.set_tensor_class(Tensor)

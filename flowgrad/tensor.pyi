@@ -1447,14 +1447,6 @@ class _TopkResult(tuple[Tensor, Tensor]):
     def keys(self) -> list[str]: ...
 
 
-def _dtype_keyed_tables(ns) -> None:
-    """Key the engine's and the backend's dtype tables by flowgrad's DType objects.
-
-    They are written with plain ``"float32"`` strings; a DType finds such a key only
-    through ``DType.__eq__`` (a Python call per lookup, several per op), the DType itself
-    on identity. Run at import and after every backend change (after the engine's own
-    listener has refilled its name table from the backend's)."""
-
 def _foreign_array(x) -> bool: ...
 
 def _from_foreign(x, where) -> Any:
@@ -1469,6 +1461,10 @@ def _type_name(x) -> Any:
     """``torch.Tensor``, ``numpy.ndarray``, ``int``: the type with its module (another
     library's ``Tensor`` is not ours)."""
 
+def all_variables() -> list[Variable]:
+    """The live variables, in registration order (what variable_grads and minimize take by
+    default)."""
+
 def convert(x: TensorLike, arg='x', fn='op', dtype=None) -> Any:
     """``x`` as a Tensor: tensors pass through, TensorLikes become new tensors.
 
@@ -1477,6 +1473,9 @@ def convert(x: TensorLike, arg='x', fn='op', dtype=None) -> Any:
 
 def dispose_variables() -> None:
     """Dispose every variable and free their names."""
+
+def find_variable(name: str) -> Variable | None:
+    """The live variable registered as ``name``, or None."""
 
 def registered_variables() -> dict[str, Variable]:
     """The live variables, by name, in registration order."""

@@ -17,9 +17,10 @@ import numpy as np
 
 from . import batching as BT
 from . import engine as E
-from .args import check_arity
+from . import interceptors
+from .arg_checks import check_arity
 from .batching import BatchedTensor, Phys, VmapError, levels_of
-from .names import Result
+from .camel_case import Result
 from .tensor import Tensor, convert
 
 _levels = itertools.count(1)        # vmap levels: a later (inner) vmap has a larger one
@@ -186,7 +187,7 @@ def vmap(f: Callable[..., Any], in_axes: Any = 0, out_axes: Any = 0) -> Callable
             raise VmapError("tf.vmap: no argument is batched (in_axes is None for all); "
                             "give at least one batch axis")
         level = next(_levels)
-        tr = E._tracer
+        tr = interceptors.tracer
         if tr is not None and tr.thread == threading.get_ident():
             # inside tf.jit's trace (this thread's: another thread's trace is not ours to
             # spoil): it cannot replay batched kernels, so that function stays eager

@@ -17,7 +17,7 @@ import types
 import numpy as np
 
 import flowgrad as tf
-from flowgrad.names import Namespace
+from flowgrad.camel_case import Namespace
 from flowgrad.ops import NAMESPACES, OPS
 
 

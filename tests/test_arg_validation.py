@@ -1,4 +1,4 @@
-"""Argument checking, one family per test (flowgrad/args.py and the dtype check in
+"""Argument checking, one family per test (flowgrad/arg_checks.py and the dtype check in
 dtypes.canonical): each bad value raises a flowgrad error naming the op, the argument and
 what was expected — never a truncated value, a bare NumPy error or a silent pass."""
 import re
@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import flowgrad as tf
-from flowgrad import args
+from flowgrad import arg_checks
 from flowgrad.errors import (AllocationError, ArgumentError, DisposedError, DtypeError,
                              ShapeError)
 
@@ -277,14 +277,14 @@ def test_f_with_the_wrong_number_of_parameters(api, call):
 
 
 def test_check_arity_counts_defaults_and_star_args():
-    args.check_arity(lambda a, b=1: a, 1, "api")
-    args.check_arity(lambda *a: a, 5, "api")
-    args.check_arity(lambda: 0, 2, "api", fewer_ok=True)    # grad's seed-001 closures
+    arg_checks.check_arity(lambda a, b=1: a, 1, "api")
+    arg_checks.check_arity(lambda *a: a, 5, "api")
+    arg_checks.check_arity(lambda: 0, 2, "api", fewer_ok=True)    # grad's seed-001 closures
     with raises(ArgumentError, "api: f (<lambda>) takes 1 to 2 positional argument(s) but is "
                                "given 3"):
-        args.check_arity(lambda a, b=1: a, 3, "api")
+        arg_checks.check_arity(lambda a, b=1: a, 3, "api")
     with raises(ArgumentError, "keyword-only parameter 'k' without a default"):
-        args.check_arity(lambda a, *, k: a, 1, "api")
+        arg_checks.check_arity(lambda a, *, k: a, 1, "api")
 
 
 # ---------------------------------------------------------------- sizes that cannot exist
@@ -318,10 +318,10 @@ def test_sizes_beyond_memory_say_what_would_be_allocated(call, op, shape):
 
 
 def test_the_allocation_limit_can_be_set(monkeypatch):
-    monkeypatch.setattr(args, "MAX_BYTES", 1 << 27)
+    monkeypatch.setattr(arg_checks, "MAX_BYTES", 1 << 27)
     tf.zeros([1 << 20])                                     # 4 MiB: below the quick bound
     with raises(AllocationError, "fill(): the result would have shape [67108864]",
-                "67,108,864 elements of float32, 256 MiB", "MAX_BYTES (flowgrad.args) (128 MiB)"):
+                "67,108,864 elements of float32, 256 MiB", "MAX_BYTES (flowgrad.arg_checks) (128 MiB)"):
         tf.zeros([1 << 26])
 
 

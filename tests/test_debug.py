@@ -356,12 +356,13 @@ def test_next_frame_yields_to_the_event_loop():
 
 
 def test_debug_features_leave_no_seams_on():
-    from flowgrad import tape
+    from flowgrad import interceptors
     engine = sys.modules["flowgrad.engine"]       # (tf.engine is TF.js's callable engine())
     with tf.debug.check_numerics():
         pass
     tf.debug.explain_gradient(lambda x: x * 2, tf.scalar(1.0))
-    assert tape.dx_hook is None and tape.y_hook is None and engine.on_record is None
+    assert interceptors.dx_hook is None and interceptors.y_hook is None and interceptors.reader is None
+    assert engine.on_record is None
     assert engine.run_kernel is inspect.getattr_static(engine, "run_kernel") and \
         engine.run_kernel.__module__ == "flowgrad.engine"
 

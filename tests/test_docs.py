@@ -204,7 +204,7 @@ def _public_objects():
     def add(prefix, names, ns):
         for n in names:
             obj = getattr(ns, n)
-            if isinstance(obj, (types.ModuleType, str, tf.names.Namespace)):
+            if isinstance(obj, (types.ModuleType, str, tf.camel_case.Namespace)):
                 continue        # submodules, dtype names, the tf.losses-style namespaces
             found[prefix + n] = obj
     add("", tf.__all__, tf)

@@ -15,11 +15,12 @@ import pytest
 import flowgrad as tf
 from flowgrad import buffer_pool
 from flowgrad import engine as E
+from flowgrad import scopes, thread_state
 
 
 def _clean():
     """This thread's engine is at rest: no scope, no recording, no backward pass."""
-    st = E.state()
+    st = thread_state.state()
     return (st.stack, st.scope, st.depth, st.recording, st.in_backward) == ([], None, 0,
                                                                             False, 0)
 
@@ -164,7 +165,7 @@ def test_a_pass_after_the_hooks_are_gone_frees_gradients_as_it_goes(monkeypatch)
     rule, lite = sin.vjp, []
 
     def spy(*args, **kw):
-        lite.append(E.state().lite)
+        lite.append(thread_state.state().lite)
         return rule(*args, **kw)
     monkeypatch.setattr(sin, "vjp", spy)
     x = tf.scalar(0.5)
@@ -211,7 +212,7 @@ def test_a_trace_ending_leaves_another_thread_s_vmap_batched():
     """tf.jit's trace and tf.vmap's batching both wrap the kernel entry; a trace that ended
     during another thread's vmap used to put back the entry it had found, and the vmap ran
     the rest of its function unbatched (a (2, 2, 3) array of wrong values, no error)."""
-    from flowgrad import seams
+    from flowgrad import interceptors
     rows = np.arange(6, dtype=np.float32).reshape(2, 3)
 
     def other(started, traced, done):
@@ -230,20 +231,63 @@ def test_a_trace_ending_leaves_another_thread_s_vmap_batched():
     assert list(jf.traces.values())[0] is not None and len(jf.traces) == 1
     y = tf.tensor(np.array([5, 6, 7, 8], np.float32))
     np.testing.assert_array_equal(jf(y).numpy(), [11, 13, 15, 17])
-    assert E.run_kernel is seams.ENGINE_RUN and seams.layers() == []
+    assert E.run_kernel is interceptors.ENGINE_RUN and interceptors.layers() == []
 
 
 def test_an_unknown_layer_is_refused_by_name():
-    from flowgrad import seams
+    from flowgrad import interceptors
     with pytest.raises(ValueError, match="unknown layer 'jit': one of \\('batch', 'trace'"):
-        seams.set_layer("jit", lambda *a: None)
-    assert seams.layers() == []
+        interceptors.set_layer("jit", lambda *a: None)
+    assert interceptors.layers() == []
+
+
+def test_watches_end_in_any_order_and_leave_the_others_on():
+    """Two tools watching the backward sweep, ended in the order they began (not nested):
+    when the first ends, the second still sees every gradient, and when both end nothing is
+    left on (each tool removes its own watch; none puts back what it found)."""
+    from flowgrad import interceptors
+    seen = {"a": 0, "b": 0}
+
+    def counter(k):
+        def dx(n, i, t, g, dy):
+            seen[k] += 1
+            return g
+        return dx
+
+    def one_pass():
+        tf.grad(lambda v: (v * 3.0).sum())(tf.tensor([1.0, 2.0]))
+    a = interceptors.watch("numerics", dx=counter("a"))
+    b = interceptors.watch("graph", dx=counter("b"))
+    one_pass()
+    assert seen["a"] == seen["b"] > 0
+    interceptors.unwatch(a)
+    before = dict(seen)
+    one_pass()
+    assert seen["a"] == before["a"] and seen["b"] > before["b"]
+    interceptors.unwatch(b)
+    interceptors.unwatch(b)                    # (again: harmless)
+    assert interceptors.dx_hook is None and interceptors.y_hook is None and interceptors.reader is None
+
+
+def test_watches_are_called_in_their_fixed_order():
+    from flowgrad import interceptors
+    order = []
+    late = interceptors.watch("graph", dx=lambda n, i, t, g, dy: order.append("graph") or g)
+    early = interceptors.watch("numerics", dx=lambda n, i, t, g, dy: order.append("numerics") or g)
+    try:
+        tf.grad(lambda v: v * 2.0)(tf.scalar(1.0))
+    finally:
+        interceptors.unwatch(late)
+        interceptors.unwatch(early)
+    assert order == ["numerics", "graph"]
+    with pytest.raises(ValueError, match="unknown watch 'jit'"):
+        interceptors.watch("jit", read=print)
 
 
 def test_a_debug_mode_switched_on_during_another_thread_s_trace_spoils_nothing():
     """Switching the debug seam on used to replace the entry outright, tracer included: the
     trace then missed its last kernels and replayed stale values."""
-    from flowgrad import seams
+    from flowgrad import interceptors
 
     def other(started, traced, done):
         assert started.wait(20)
@@ -251,7 +295,7 @@ def test_a_debug_mode_switched_on_during_another_thread_s_trace_spoils_nothing()
         traced.set()
         assert done.wait(20)
         try:
-            assert seams.layers() == ["debug"]
+            assert interceptors.layers() == ["debug"]
             with pytest.raises(tf.errors.FlowgradError, match="(?i)nan|inf"):
                 tf.log(tf.tensor([-1.0]))          # the debug seam is still on
         finally:
@@ -262,7 +306,7 @@ def test_a_debug_mode_switched_on_during_another_thread_s_trace_spoils_nothing()
     assert ok is True, ok
     y = tf.tensor(np.array([5, 6, 7, 8], np.float32))
     np.testing.assert_array_equal(jf(y).numpy(), [11, 13, 15, 17])
-    assert E.run_kernel is seams.ENGINE_RUN and seams.layers() == []
+    assert E.run_kernel is interceptors.ENGINE_RUN and interceptors.layers() == []
 
 
 @pytest.mark.parametrize("fused_threads", [1, 2])
@@ -362,7 +406,7 @@ def test_a_forked_child_runs_threaded_replays_and_takes_the_locks_others_held():
     """A data-loader pool forks the process: the child has only the forking thread. A
     threaded replay queued work for the parent's workers, which are not there, and hung;
     a lock another thread held at the fork stayed held in the child forever."""
-    from flowgrad import fusion, seams
+    from flowgrad import fusion, interceptors
     from flowgrad.train import update
     n = 2 * fusion.THREAD_MIN + 5
     x = tf.tensor(np.linspace(-1, 1, n).astype(np.float32))
@@ -373,7 +417,7 @@ def test_a_forked_child_runs_threaded_replays_and_takes_the_locks_others_held():
     holding, release = threading.Event(), threading.Event()
 
     def hold():
-        with seams._lock, update.STATE_LOCK:
+        with interceptors._lock, update.STATE_LOCK:
             holding.set()
             release.wait(30)
     t = threading.Thread(target=hold)
@@ -383,7 +427,7 @@ def test_a_forked_child_runs_threaded_replays_and_takes_the_locks_others_held():
     def child():
         w = tf.variable(tf.tensor([1.0, 2.0]))
         tf.train.sgd(0.5).minimize(lambda: w.sum())             # takes STATE_LOCK
-        rows = tf.vmap(lambda r: r * 2)(tf.tensor([[1.0], [2.0]]))  # takes seams' lock
+        rows = tf.vmap(lambda r: r * 2)(tf.tensor([[1.0], [2.0]]))  # takes the interceptors' lock
         return (np.array_equal(jf(x).numpy(), want) and w.numpy().tolist() == [0.5, 1.5]
                 and rows.numpy().tolist() == [[2.0], [4.0]])
     try:
@@ -461,7 +505,7 @@ def test_a_thread_cannot_close_another_threads_scope():
     release.set()
     th.join(30)
     assert kept[0].is_disposed and not mine.is_disposed
-    assert E.scope_name() is None and _clean()
+    assert scopes.scope_name() is None and _clean()
     mine.dispose()
 
 

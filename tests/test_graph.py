@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import flowgrad as tf
-from flowgrad import tape
+from flowgrad import interceptors
 from flowgrad.debug import GraphvizError
 from flowgrad.errors import ArgumentError
 
@@ -137,14 +137,14 @@ def test_non_scalar_output_is_summed_and_multi_output_edges_are_indexed():
     assert any(a == split.id and label.startswith("[1]") for a, _, label in g.edges)
 
 
-def test_graph_frees_what_it_records_and_restores_the_hooks():
+def test_graph_frees_what_it_records_and_removes_its_watch():
     x = tf.tensor([1.0, 2.0])
     gc.collect()        # (garbage of earlier tests, collected mid-test, would skew the count)
     before = tf.memory().num_tensors
     tf.debug.graph(lambda x: (x * 2).exp().sum(), x)
     tf.debug.graph(lambda a, b: a + b, 1.0, 2.0)      # numbers become tensors, then freed
     assert tf.memory().num_tensors == before
-    assert tape.dx_hook is None
+    assert interceptors.dx_hook is None
 
 
 def test_graph_inside_a_gradient_call_draws_only_its_own_ops():
@@ -160,13 +160,13 @@ def test_graph_inside_a_gradient_call_draws_only_its_own_ops():
                                                     ("op", "mul"), ("op", "sum")]
 
 
-def test_graph_chains_the_numerics_hook():
+def test_graph_and_numerics_watch_the_same_sweep():
     with warnings.catch_warnings(record=True) as seen:
         warnings.simplefilter("always", tf.debug.NumericsWarning)
         with tf.debug.check_numerics(mode="warn") as chk:
-            hook = tape.dx_hook
+            hook = interceptors.dx_hook
             g = tf.debug.graph(lambda x: x.sqrt(), tf.scalar(0.0))
-            assert tape.dx_hook is hook
+            assert interceptors.dx_hook is hook
     assert any(w.category is tf.debug.NumericsWarning for w in seen)
     assert g.node("x").bad == ["Inf in gradient"]
     assert any(f.pass_ == "backward" for f in chk.findings)

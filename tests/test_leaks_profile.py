@@ -8,7 +8,7 @@ import pytest
 
 import flowgrad as tf
 from flowgrad import engine as E
-from flowgrad.debug import sites
+from flowgrad import interceptors
 from flowgrad.errors import ArgumentError
 
 HERE = __file__
@@ -25,7 +25,7 @@ def line_of(marker):
 def instrumentation_is_off():
     return (E.make_tensor.__module__ == "flowgrad.engine"
             and E.account_new.__module__ == "flowgrad.engine"
-            and E.run_kernel is sites._plain and sites._plain.__module__ == "flowgrad.engine")
+            and E.run_kernel is interceptors.ENGINE_RUN and interceptors.layers() == [])
 
 
 # ---------------------------------------------------------------- track_leaks

@@ -12,7 +12,7 @@ import pytest
 import flowgrad as tf
 from flowgrad import dtypes
 from flowgrad.errors import ArgumentError, DtypeError, ShapeError
-from flowgrad.names import Result
+from flowgrad.camel_case import Result
 
 V = tf.tensor([1.0, 2.0, 3.0])
 M = tf.tensor([[1.0, 2.0], [3.0, 4.0]])

@@ -16,11 +16,15 @@ import threading
 import numpy as np
 
 from .. import engine as E
+from .. import recording
+from .. import scopes
+from .. import interceptors
 from .. import tape
-from ..args import check_arity
+from ..arg_checks import check_arity
 from ..errors import ArgumentError, DisposedError, FlowgradError
 from ..ops import OPS
-from ..tensor import Tensor, Variable, _VARIABLES, convert
+from ..tensor import Tensor, Variable, all_variables, convert
+from ..thread_state import next_id
 from .. import user_frames
 from . import sites
 
@@ -82,18 +86,19 @@ def explain_gradient(f, *args):
         check_arity(f, len(xs), "explain_gradient(f, *args)")
         labels = ["x"] if len(xs) == 1 else [f"args[{i}]" for i in range(len(xs))]
     else:
-        xs = list(_VARIABLES.values())
+        xs = all_variables()
         labels = [f"variable '{v.name}'" for v in xs]
     out = []
 
     def run():
         sites.want_sites(True)
-        level = E.recording_level()
+        level = recording.recording_level()
         watcher = _ReadWatcher()
+        w = None
         try:
-            E._tracer = watcher
-            sess, owner = E.begin_recording()
-            first_id = next(E._ids)          # tensors with smaller ids existed before f ran
+            w = interceptors.watch("explain", owner=watcher, read=watcher.on_read)
+            sess, owner = recording.begin_recording()
+            first_id = next_id()             # tensors with smaller ids existed before f ran
             try:
                 y = f(*xs) if args else f()
             except DisposedError as e:
@@ -105,18 +110,19 @@ def explain_gradient(f, *args):
                 return [InputExplanation(lab, "missing", [
                     f"f stopped with an error{where}: {e}"]) for lab in labels], []
             finally:
-                E._tracer = watcher.previous
-                E.end_recording()
+                interceptors.unwatch(w)
+                recording.end_recording()
             if not isinstance(y, Tensor):
                 return [InputExplanation(lab, "missing", [
                     f"f returned {type(y).__name__}, not a tensor"]) for lab in labels], []
             return (_explain(y, xs, labels, sess, watcher.reads),
                     _leaf_notes(y, xs, sess, first_id))
         finally:
-            E._tracer = watcher.previous
+            if w is not None:
+                interceptors.unwatch(w)
             sites.want_sites(False)
-            E.unwind_recording(level)
-    result, notes = E.tidy(run)
+            recording.unwind_recording(level)
+    result, notes = scopes.tidy(run)
     out.extend(result)
     return Explanation(out, notes)
 
@@ -130,25 +136,18 @@ _READS = {"__array__": "np.asarray / np.array", "__float__": "float()", "__int__
 
 
 class _ReadWatcher:
-    """Stands in for ``E._tracer`` while f runs: records where tensor values were read out
-    (the tracer seam of Tensor._array; a jitted function runs eagerly meanwhile)."""
+    """Watches tensor reads while f runs (interceptors.watch: Tensor._array calls it): records
+    where tensor values were read out. (A jitted function runs eagerly meanwhile.)"""
 
     def __init__(self):
-        self.previous = E._tracer
         self.thread = threading.get_ident()
         self.reads = []                     # (tensor, Site)
 
     def on_read(self, t):
-        if self.previous is not None:
-            self.previous.on_read(t)
         if threading.get_ident() == self.thread:
             site = user_frames.capture(2)
             if site is not None and site.op not in OPS:     # (an op checking its inputs)
                 self.reads.append((t, site))
-
-    def on_assign(self, var, value):
-        if self.previous is not None:
-            self.previous.on_assign(var, value)
 
 
 def _read_reasons(label, x, dep, reads):
@@ -171,21 +170,22 @@ def _read_reasons(label, x, dep, reads):
 def _explain(y, xs, labels, sess, reads=()):
     ancestors = _ancestors(y, sess)
     flow = {}                       # node -> [output cotangent non-zero, {input: dx non-zero}]
-    prev_hook = tape.dx_hook
+    me = threading.get_ident()
 
     def watch(n, i, t, dx, dy):
-        r = flow.get(n)
-        if r is None:
-            r = flow[n] = [_nonzero(dy), {}]
-        r[1][i] = r[1].get(i, False) or _nonzero(dx)
-        return prev_hook(n, i, t, dx, dy) if prev_hook is not None else dx
-    tape.dx_hook = watch
+        if threading.get_ident() == me:     # (another thread's backward pass is not ours)
+            r = flow.get(n)
+            if r is None:
+                r = flow[n] = [_nonzero(dy), {}]
+            r[1][i] = r[1].get(i, False) or _nonzero(dx)
+        return dx
+    w = interceptors.watch("explain", dx=watch)
     try:
         grads, connected = tape.backprop(
             y, OPS["fill"](y.shape, 1, "float64" if y.dtype == "float64" else "float32"), xs,
             sess)
     finally:
-        tape.dx_hook = prev_hook
+        interceptors.unwatch(w)
     result = []
     for x, label, g, c in zip(xs, labels, grads, connected):
         dep = _dependents(x, sess.nodes, sess)
@@ -289,7 +289,7 @@ def _why_zero(n, dep_inputs):
     if prim in ("Maximum", "Minimum") and len(dep_inputs) == 1:
         return f"{name}{where}: the other argument is chosen everywhere, so this one " \
                f"gets no gradient"
-    what = ", ".join(tape._input_name(n.prim, i) for i in dep_inputs)
+    what = ", ".join(tape.input_name(n.prim, i) for i in dep_inputs)
     return f"{name}{where} gives a zero gradient to its input {what} at these values"
 
 
@@ -341,7 +341,7 @@ def _blockers(x, dep, ancestors, sess):
                     if src is not None and src.prim.name == "Cast":
                         made = f" (cast to {t.dtype}{_where(src)})"
                     reasons.append(f"it reaches {sites.op_name(n)}{_where(n)} as "
-                                   f"{tape._input_name(prim, i)}, {'an' if t.dtype == 'int32' else 'a'} "
+                                   f"{tape.input_name(prim, i)}, {'an' if t.dtype == 'int32' else 'a'} "
                                    f"{t.dtype} input{made}, "
                                    f"which gets no gradient")
     return reasons

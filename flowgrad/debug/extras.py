@@ -8,7 +8,7 @@ import os
 
 import numpy as np
 
-from ..args import describe
+from ..arg_checks import describe
 from ..errors import ArgumentError, MissingDependencyError
 
 

@@ -10,8 +10,10 @@ naming the op and the user's line that created it.
 import numpy as np
 
 from .. import engine as E
+from .. import recording
+from .. import scopes
 from .. import tape
-from ..args import as_int, as_number, check_arity, describe, flag
+from ..arg_checks import as_int, as_number, check_arity, describe, flag
 from ..errors import ArgumentError, FlowgradError, GradientError
 from ..jacobians import jacobian, jvp, vjp
 from ..ops import OPS
@@ -182,7 +184,7 @@ def _eval(fun, arrays):
             raise ArgumentError(f"check_grads: f must return a tensor, got "
                                 f"{type(out).__name__}")
         return out.numpy().astype(np.float64)
-    return E.tidy(run)
+    return scopes.tidy(run)
 
 
 def _central(fun, arrays, i, j, h):
@@ -324,13 +326,13 @@ def _lift(fun, arrays, diff, rng):
 
     def lifted(*ts):
         # its own recording when evaluated alone; nested (and recorded) when differentiated
-        level = E.recording_level()
+        level = recording.recording_level()
         try:
-            sess, owner = E.begin_recording()
+            sess, owner = recording.begin_recording()
             try:
                 s = (fun(*ts) * _tensor(w, dtype="float64")).sum()
             finally:
-                E.end_recording()
+                recording.end_recording()
             xs = [ts[i] for i in diff]
             gs, _ = tape.backprop(s, OPS["fill"]((), 1, "float64"), xs, sess)
             total = None
@@ -341,7 +343,7 @@ def _lift(fun, arrays, diff, rng):
                 total = term if total is None else total + term
             return total
         finally:
-            E.unwind_recording(level)
+            recording.unwind_recording(level)
     return lifted
 
 
@@ -351,7 +353,7 @@ def _check_order(fun, arrays, diff, mode, eps, rtol, atol, max_elements, project
     for i in diff:
         x = arrays[i]
         if y.size * x.size <= max_elements:
-            analytic = E.tidy(lambda: jacobian(fun, argnums=i, mode=mode)(
+            analytic = scopes.tidy(lambda: jacobian(fun, argnums=i, mode=mode)(
                 *_tensors(arrays)).numpy()).astype(np.float64)
             numeric, kinks = _numeric_jacobian(fun, arrays, i, eps)
             checks.append(InputCheck(i, x.shape, analytic, numeric, kinks, rtol, atol,
@@ -388,7 +390,7 @@ def _projections(fun, arrays, i, mode, eps, count, rng, yshape):
             tangents[i] = _tensor(v, dtype="float64")
             _, jv = jvp(fun, ts, tangents)
             return float((jv.numpy() * u).sum())
-        analytic.append(E.tidy(exact))
+        analytic.append(scopes.tidy(exact))
         hs = (eps,) if eps is not None else STEPS
         ests = [(along(h) - along(-h)) / (2 * h) for h in hs]
         if len(ests) > 1:
@@ -409,14 +411,14 @@ def find_culprits(fun, arrays, diff, rng, rtol=1e-5, atol=1e-6):
 
     def run():
         sites.want_sites(True)
-        level = E.recording_level()
+        level = recording.recording_level()
         try:
-            sess, owner = E.begin_recording()
+            sess, owner = recording.begin_recording()
             try:
                 ts = _tensors(arrays)
                 y = fun(*ts)
             finally:
-                E.end_recording()
+                recording.end_recording()
             src = {id(ts[i]): ts[i] for i in diff}
             order, _, _ = tape.walk(y, src, sess)
             for n in order:
@@ -425,8 +427,8 @@ def find_culprits(fun, arrays, diff, rng, rtol=1e-5, atol=1e-6):
             _check_cuts(sess, y, src, culprits)
         finally:
             sites.want_sites(False)
-            E.unwind_recording(level)
-    E.tidy(run)
+            recording.unwind_recording(level)
+    scopes.tidy(run)
     return culprits
 
 
@@ -434,7 +436,7 @@ def _node_forward(n):
     prim = n.prim
     if prim.strict:
         fwd = n.attrs["forward"]
-        return lambda arrs: E.tidy(lambda: fwd(*_tensors(arrs)).numpy().astype(np.float64))
+        return lambda arrs: scopes.tidy(lambda: fwd(*_tensors(arrs)).numpy().astype(np.float64))
     attrs = n.attrs or {}
 
     def run(arrs):
@@ -487,19 +489,19 @@ def _check_node(n, rng, rtol, atol):
                     dx = tape.unbroadcast(dx, ins[i].shape, prim, i)
                 res[i] = dx.numpy().astype(np.float64) if dx.shape == ins[i].shape else None
         return res
-    level = E.backward_level()
+    level = recording.backward_level()
     try:
-        E.enter_backward()
-        analytic = E.tidy(rule)
+        recording.enter_backward()
+        analytic = scopes.tidy(rule)
     except FlowgradError as e:
         return [Culprit(sites.op_name(n), prim.name, sites.node_site(n), "its inputs",
                         float("nan"), float("nan"), float("nan"), f"the rule fails: {e}")]
     finally:
-        E.exit_backward(level)
+        recording.exit_backward(level)
     found = []
     for i in floats:
         a = analytic.get(i)
-        wrt = tape._input_name(prim, i)
+        wrt = tape.input_name(prim, i)
         if a is None:
             if i in analytic:
                 found.append(Culprit(sites.op_name(n), prim.name, sites.node_site(n), wrt,

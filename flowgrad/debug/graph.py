@@ -12,14 +12,18 @@ import inspect
 import os
 import shutil
 import subprocess
+import threading
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from .. import dtypes
 from .. import engine as E
+from .. import recording
+from .. import scopes
+from .. import interceptors
 from .. import tape
-from ..args import flag
+from ..arg_checks import flag
 from ..errors import ArgumentError, GraphvizError
 from ..gradients import call_fitted, positional_arity
 from ..ops import OPS
@@ -326,7 +330,7 @@ def graph(f, *args):
     name = getattr(f, "__name__", "f")
     name = "f" if name == "<lambda>" else name
     labels = _arg_labels(f, len(args))
-    return E.tidy(lambda: _record(f, args, labels, name))
+    return scopes.tidy(lambda: _record(f, args, labels, name))
 
 
 def _record(f, args, labels, name):
@@ -335,18 +339,18 @@ def _record(f, args, labels, name):
     outs = {}          # node -> its output tensors (seen by the kernel checker)
 
     def seen(prim, inputs, attrs, out):
-        if inputs and E.is_recording():
+        if inputs and recording.is_recording():
             ys = out if isinstance(out, tuple) else (out,)
             n = ys[0]._node
             if n is not None:
                 outs[n] = ys
 
     grads = {}         # (node, idx) or id(leaf) -> accumulated float64 gradient
-    prev_hook = tape.dx_hook
+    me = threading.get_ident()
 
     def collect(n, i, t, dx, g):
-        if prev_hook is not None:
-            dx = prev_hook(n, i, t, dx, g)
+        if threading.get_ident() != me:     # (another thread's backward pass is not ours)
+            return dx
         m = t._node
         key = (m, getattr(t, "_idx", 0) if m.nout > 1 else 0) if m in ours else id(t)
         a = np.asarray(E.to_host(dx._data), dtype=np.float64)
@@ -356,16 +360,16 @@ def _record(f, args, labels, name):
 
     sites.want_sites(True)
     sites.add_checker(seen)
-    level = E.recording_level()
+    level = recording.recording_level()
     try:
-        sess, owner = E.begin_recording()
+        sess, owner = recording.begin_recording()
         start = len(sess.nodes)      # inside an outer gradient call, its nodes come first
         ours = set()
         try:
             arity = positional_arity(f)
             y = call_fitted(f, arity, xs) if xs else f()
         finally:
-            E.end_recording()
+            recording.end_recording()
             sites.remove_checker(seen)
             sites.want_sites(False)
         if not isinstance(y, Tensor):
@@ -378,14 +382,14 @@ def _record(f, args, labels, name):
         yn = y._node if y._node in ours else None
         grads[(yn, getattr(y, "_idx", 0)) if yn is not None else id(y)] = np.ones(
             y.shape, np.float64)
-        tape.dx_hook = collect
+        w = interceptors.watch("graph", dx=collect)
         try:
             tape.backprop(y, seed, list(leaves.values()), sess)
         finally:
-            tape.dx_hook = prev_hook
+            interceptors.unwatch(w)
         return _build(nodes, ours, leaves, outs, grads, xs, labels, y, yn, name)
     finally:
-        E.unwind_recording(level)
+        recording.unwind_recording(level)
 
 
 def _leaves(nodes, y, ours):
@@ -471,7 +475,7 @@ def _build(nodes, ours, leaves, outs, grads, xs, labels, y, yn, name):
             src = ids.get(m) if m in ours else ids.get(id(t))
             if src is None:
                 continue
-            label = tape._input_name(n.prim, i) if multi_in else ""
+            label = tape.input_name(n.prim, i) if multi_in else ""
             if m in ours and m.nout > 1:
                 label = f"[{getattr(t, '_idx', 0)}]" + (" " + label if label else "")
             edges.append((src, nid, label))

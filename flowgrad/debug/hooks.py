@@ -8,7 +8,7 @@ tensor during the backward pass; a returned tensor replaces it. Both return a ha
 import threading
 import weakref
 
-from ..forks import renew_after_fork
+from ..after_fork import renew_after_fork
 from .. import tape
 from ..errors import ArgumentError, DisposedError
 from ..tensor import Tensor
@@ -18,7 +18,7 @@ from .. import user_frames
 # registering and removing hooks (not running them) may happen in several threads at once:
 # two registrations on one variable each made a fresh entry, and one hook was lost
 _lock = threading.Lock()
-renew_after_fork(globals(), "_lock", threading.Lock)     # (flowgrad/forks.py)
+renew_after_fork(globals(), "_lock", threading.Lock)     # (flowgrad/after_fork.py)
 
 
 class _Hook:

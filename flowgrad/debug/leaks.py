@@ -14,9 +14,9 @@ import threading
 import weakref
 from dataclasses import dataclass, field
 
-from ..forks import renew_after_fork
+from ..after_fork import renew_after_fork
 from .. import engine as E
-from .. import seams
+from .. import interceptors
 from .. import user_frames
 from . import sites
 
@@ -25,7 +25,7 @@ from . import sites
 _listeners = []            # fn(tensor, kind) for every tensor created while active
 _orig = {}                 # what the swapped engine functions call
 _lock = threading.Lock()   # adding and removing listeners, from any thread
-renew_after_fork(globals(), "_lock", threading.Lock)     # (flowgrad/forks.py)
+renew_after_fork(globals(), "_lock", threading.Lock)     # (flowgrad/after_fork.py)
 
 
 def _made(a):
@@ -49,7 +49,7 @@ def _kernel(prim, inputs, attrs, out):
 
 
 def _link(run, make):
-    _orig["make_tensor"] = make     # (what lies below: flowgrad/seams.py composes the layers)
+    _orig["make_tensor"] = make     # (what lies below: flowgrad/interceptors.py composes the layers)
 
 
 def add_listener(fn):
@@ -59,8 +59,8 @@ def add_listener(fn):
         if not _listeners:
             # make_tensor is wrapped as a layer (a tf.jit trace in another thread may wrap
             # it too); account_new has no other wrapper
-            _orig["account_new"] = seams.ENGINE_ACCOUNT
-            seams.set_layer("leaks", None, _made, _link)
+            _orig["account_new"] = interceptors.ENGINE_ACCOUNT
+            interceptors.set_layer("leaks", None, _made, _link)
             E.account_new = _accounted
             sites.add_checker(_kernel)
         _listeners.append(fn)
@@ -71,7 +71,7 @@ def remove_listener(fn):
         if fn in _listeners:
             _listeners.remove(fn)
         if not _listeners and "account_new" in _orig:
-            seams.set_layer("leaks", None)
+            interceptors.set_layer("leaks", None)
             E.account_new = _orig.pop("account_new")
             sites.remove_checker(_kernel)
 

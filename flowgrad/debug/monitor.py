@@ -15,10 +15,10 @@ import numbers
 import numpy as np
 
 from .. import engine as E
-from ..args import as_int, describe, flag
+from ..arg_checks import as_int, describe, flag
 from ..errors import ArgumentError
-from ..names import Result, camel_to_snake
-from ..tensor import Tensor, Variable, _VARIABLES
+from ..camel_case import Result, camel_to_snake
+from ..tensor import Tensor, Variable, registered_variables
 from .extras import hist_edges as _edges, require  # noqa: F401 (require: older imports)
 from .health import KINDS, Criteria, Flag, Judge  # noqa: F401 (Flag: tf.debug.Flag)
 from .history import METRICS, History  # noqa: F401 (METRICS: older imports)
@@ -163,7 +163,7 @@ class GradientMonitor:
                                     f"{describe(variables)}")
             lookup = {v.name: v for v in vs}
         else:
-            lookup = _VARIABLES
+            lookup = registered_variables()
         pairs = []
         for key, g in items:
             name = key.name if isinstance(key, Variable) else str(key)

@@ -14,8 +14,11 @@ import weakref
 import numpy as np
 
 from .. import engine as E
+from .. import float_errors
+from .. import recording
+from .. import interceptors
 from .. import tape
-from ..args import describe, flag
+from ..arg_checks import describe, flag
 from ..errors import ArgumentError, FlowgradError
 from ..user_frames import capture, warn
 from . import sites
@@ -131,12 +134,12 @@ class check_numerics:
 
     # ------------------------------------------------------------- on / off
     def __enter__(self):
+        global _watch
         _stack.append(self)
         if len(_stack) == 1:
             sites.want_sites(True)
             sites.add_checker(_forward_check)
-            tape.dx_hook = _backward_check
-            tape.y_hook = _y_check
+            _watch = interceptors.watch("numerics", dx=_backward_check, y=_y_check)
         return self
 
     def __exit__(self, *exc):
@@ -144,8 +147,7 @@ class check_numerics:
         if not _stack:
             sites.remove_checker(_forward_check)
             sites.want_sites(False)
-            tape.dx_hook = None
-            tape.y_hook = None
+            interceptors.unwatch(_watch)
         return False
 
     # ------------------------------------------------------------- reporting
@@ -157,6 +159,7 @@ class check_numerics:
 
 
 _stack = []
+_watch = None       # the backward sweep's watch while a check_numerics is on
 
 
 def _active():
@@ -165,7 +168,7 @@ def _active():
 
 def _forward_check(prim, inputs, attrs, out):
     chk = _active()
-    if chk is None or not chk.forward or E.in_backward():
+    if chk is None or not chk.forward or recording.in_backward():
         return
     outs = out if isinstance(out, tuple) else (out,)
     bad_out = any(_bad(o._data) for o in outs)
@@ -189,7 +192,7 @@ def _forward_check(prim, inputs, attrs, out):
     op = site.op if site is not None else prim.name
     bad = next(o for o in outs if _bad(o._data))
     finding = Finding(op, prim.name, "forward", site, bad._data, inputs, names, created)
-    if created and E.is_recording():
+    if created and recording.is_recording():
         # perhaps a where() will not select it: hold it back until something uses it
         chk._pending[id(bad)] = (weakref.ref(bad), finding)
         return
@@ -212,13 +215,13 @@ def _backward_check(n, i, t, dx, g):
     gs = g if isinstance(g, list) else [g]
     created = not any(_bad(gi._data) for gi in gs if gi is not None)
     prim = n.prim
-    wrt = tape._input_name(prim, i)
+    wrt = tape.input_name(prim, i)
     trap, note = False, ""
     masked = chk._masked.get(id(n))
     if masked is not None or (created and _zero_where_bad(n, gs, dx)):
         trap, note = True, _WHERE_FIX
     inputs = list(n.inputs) + list(gs)
-    names = [tape._input_name(prim, k) for k in range(len(n.inputs))] + ["dy"] * len(gs)
+    names = [tape.input_name(prim, k) for k in range(len(n.inputs))] + ["dy"] * len(gs)
     finding = Finding(sites.op_name(n), prim.name, "backward", sites.node_site(n), dx._data,
                       inputs, names, created, wrt=wrt, where_trap=trap, note=note)
     chk.report(finding)
@@ -231,14 +234,14 @@ def _zero_where_bad(n, gs, dx):
     g = gs[0]
     if g is None or g.shape[-len(dx.shape) or None:] != dx.shape:
         return False
-    q = E.fpe_saved()
+    q = float_errors.fpe_saved()
     try:
-        E.fpe_quiet()
+        float_errors.fpe_quiet()
         y = n.prim.fwd(E.B, *[x._data for x in n.inputs], **(n.attrs or {}))
     except Exception:
         return False
     finally:
-        E.fpe_restore(q)
+        float_errors.fpe_restore(q)
     y = np.asarray(E.to_host(y[0] if isinstance(y, tuple) else y))
     bad = ~np.isfinite(np.asarray(E.to_host(dx._data)))
     if y.shape != bad.shape:

@@ -11,7 +11,7 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from ..args import as_int, check_arity, describe
+from ..arg_checks import as_int, check_arity, describe
 from ..errors import ArgumentError
 from ..tensor import Tensor, Variable
 

@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 
 from ..distributed.runtime import is_root
-from ..args import as_int, check_count, describe, flag
+from ..arg_checks import as_int, check_count, describe, flag
 from ..errors import ArgumentError
 from .extras import output_path, require
 

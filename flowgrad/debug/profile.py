@@ -10,11 +10,13 @@ import inspect
 import threading
 import time as _time
 
-from ..forks import renew_after_fork
+from ..after_fork import renew_after_fork
 from .. import engine as E
-from ..args import check_arity
+from .. import interceptors
+from ..arg_checks import check_arity
 from ..errors import ArgumentError
-from ..names import Result
+from ..camel_case import Result
+from ..thread_state import memory_counts, total_bytes
 from . import leaks, sites
 
 
@@ -60,14 +62,14 @@ _active = []            # open profiles (innermost last); each gets every kernel
 # loader's say, ran beside f, not in it); each thread times its own kernel (``_last``); the
 # memory figures are tf.memory()'s, which counts every thread.
 _last = threading.local()   # .dt: duration (s) of the kernel this thread just ran
-_orig_plain = None
+_below = None           # what lies under the profile layer (interceptors: _link)
 _lock = threading.Lock()    # starting and stopping profiles, from any thread
-renew_after_fork(globals(), "_lock", threading.Lock)     # (flowgrad/forks.py)
+renew_after_fork(globals(), "_lock", threading.Lock)     # (flowgrad/after_fork.py)
 
 
 def _timed(prim, inputs, attrs=None):
     t0 = _time.perf_counter()
-    out = _orig_plain(prim, inputs, attrs)
+    out = _below(prim, inputs, attrs)
     _last.dt = _time.perf_counter() - t0
     return out
 
@@ -82,15 +84,19 @@ def _on_kernel(prim, inputs, attrs, out):
 
 def _on_tensor(t, kind):
     for p in list(_active):
-        p.peak = max(p.peak, E.total_bytes())
+        p.peak = max(p.peak, total_bytes())
+
+
+def _link(run, make):
+    global _below
+    _below = run
 
 
 def _start(p):
-    global _orig_plain
     with _lock:
         if not _active:
-            _orig_plain = sites._plain
-            sites._plain = _timed            # sites' instrumented entry calls this
+            # timed under the debug layer: its checkers (ours included) run after the clock
+            interceptors.set_layer("profile", _timed, link=_link)
             sites.add_checker(_on_kernel)
             leaks.add_listener(_on_tensor)
         _active.append(p)
@@ -101,8 +107,8 @@ def _stop(p):
         _active.remove(p)
         if not _active:
             leaks.remove_listener(_on_tensor)
-            sites._plain = _orig_plain
             sites.remove_checker(_on_kernel)
+            interceptors.set_layer("profile", None)
 
 
 def _attrs_text(attrs):
@@ -118,20 +124,20 @@ class _Run:
         self.kernels = []
         self.kernel_s = 0.0
         self.keep = keep_kernels
-        self.peak = E.total_bytes()
+        self.peak = total_bytes()
 
     def kernel(self, prim, inputs, attrs, out, dt):
         self.kernel_s += dt
-        self.peak = max(self.peak, E.total_bytes())
+        self.peak = max(self.peak, total_bytes())
         if not self.keep:
             return
         outs = out if isinstance(out, tuple) else (out,)
         self.kernels.append(KernelInfo(
             name=prim.name,
             bytes_added=sum(E.nbytes(o) for o in outs),
-            total_bytes_snapshot=E.total_bytes(),
+            total_bytes_snapshot=total_bytes(),
             tensors_added=len(outs),
-            total_tensors_snapshot=E.memory_counts()[0],
+            total_tensors_snapshot=memory_counts()[0],
             input_shapes=[list(t.shape) for t in inputs],
             output_shapes=[list(o.shape) for o in outs],
             kernel_time_ms=dt * 1000.0,
@@ -168,7 +174,7 @@ def profile(f):
     if inspect.iscoroutinefunction(f):
         raise ArgumentError(_ASYNC)
     run = _Run()
-    start_bytes, start_tensors = E.total_bytes(), E.memory_counts()[0]
+    start_bytes, start_tensors = total_bytes(), memory_counts()[0]
     _start(run)
     try:
         result = f()
@@ -178,9 +184,9 @@ def profile(f):
         getattr(result, "close", lambda: None)()
         raise ArgumentError(_ASYNC)
     names = list(dict.fromkeys(k.name for k in run.kernels))
-    return ProfileInfo(new_bytes=E.total_bytes() - start_bytes,
-                       new_tensors=E.memory_counts()[0] - start_tensors,
-                       peak_bytes=max(run.peak, E.total_bytes()), kernels=run.kernels,
+    return ProfileInfo(new_bytes=total_bytes() - start_bytes,
+                       new_tensors=memory_counts()[0] - start_tensors,
+                       peak_bytes=max(run.peak, total_bytes()), kernels=run.kernels,
                        result=result, kernel_names=names)
 
 

@@ -2,8 +2,8 @@
 instrumented kernel entry below, which records the user's site on every node (the site
 itself, the first stack frame outside flowgrad, is found by flowgrad/user_frames.py) and
 runs the kernel checkers. Only debug features walk the stack; plain runs never do."""
-from .. import engine as E
-from .. import seams
+from .. import recording
+from .. import interceptors
 from ..user_frames import capture
 
 
@@ -26,18 +26,18 @@ def op_name(node):
 
 # ---------------------------------------------------------------- the instrumented entry
 
-_plain = seams.ENGINE_RUN       # below the debug layer lies the engine's own entry
+_plain = interceptors.ENGINE_RUN       # what lies below the debug layer (interceptors: _link)
 _sites = 0              # > 0 while some feature wants sites recorded on nodes
 
 
 def _instrumented(prim, inputs, attrs=None):
     out = _plain(prim, inputs, attrs)
-    if _sites and inputs and E.is_recording():
+    if _sites and inputs and recording.is_recording():
         first = out[0] if isinstance(out, tuple) else out
         n = first._node
         if n is not None and getattr(n, "site", None) is None:
             n.site = capture(1)
-    for check in seams.CHECKERS:
+    for check in interceptors.CHECKERS:
         check(prim, inputs, attrs, out)
     return out
 
@@ -47,10 +47,15 @@ def _on_record(node):
         node.site = capture(1)
 
 
+def _link(run, make):
+    global _plain
+    _plain = run
+
+
 def _install():
-    # (the layers over the kernel entry are composed in one place: flowgrad/seams.py)
-    seams.set_layer("debug", _instrumented if (_sites or seams.CHECKERS) else None)
-    E.on_record = _on_record if _sites else None
+    # (the layers over the kernel entry are composed in one place: flowgrad/interceptors.py)
+    interceptors.set_layer("debug", _instrumented if (_sites or interceptors.CHECKERS) else None,
+                    link=_link, record=_on_record if _sites else None)
 
 
 def want_sites(on):
@@ -63,11 +68,11 @@ def want_sites(on):
 def add_checker(fn):
     """Run ``fn(prim, inputs, attrs, out)`` after every kernel (batched ones too) until
     ``remove_checker(fn)``."""
-    seams.CHECKERS.append(fn)
+    interceptors.CHECKERS.append(fn)
     _install()
 
 
 def remove_checker(fn):
-    if fn in seams.CHECKERS:
-        seams.CHECKERS.remove(fn)
+    if fn in interceptors.CHECKERS:
+        interceptors.CHECKERS.remove(fn)
     _install()

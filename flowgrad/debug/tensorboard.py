@@ -3,7 +3,7 @@
 import math
 
 from ..distributed.runtime import is_root
-from ..args import flag
+from ..arg_checks import flag
 from .extras import check_path, hist_edges, require
 
 

@@ -20,7 +20,7 @@ rank's traceback (``init()`` installs the hook; ``guard()`` for code that catche
 rank that ends while others wait in a collective, a collective not reached by every rank
 within ``init(timeout=...)`` (default 30 min), and ranks out of step (sync.py).
 """
-from ..names import camel_to_snake as _camel_to_snake
+from ..camel_case import camel_to_snake as _camel_to_snake
 from .collectives import all_reduce, broadcast, broadcast_variables
 from .data import batches, epoch_permutation, shard, shard_iterable
 from .optimizer import DistributedOptimizer

@@ -11,9 +11,10 @@ import numpy as np
 
 from .. import dtypes
 from .. import engine as E
+from .. import scopes
 from ..errors import ArgumentError, ShapeError
 from ..gradients import check_var_list
-from ..names import camel_to_snake
+from ..camel_case import camel_to_snake
 from ..tensor import convert, registered_variables
 from ..train import update
 from ..train.optimizers import Optimizer
@@ -90,12 +91,12 @@ class DistributedOptimizer:
             avg_pairs, avg_value = self._average(pairs, value)
             opt._apply(avg_pairs, skip_nonfinite, avg_value)
         except BaseException:
-            E.dispose([value, avg_value])
+            scopes.dispose([value, avg_value])
             raise
         finally:
             # the gradients, local and averaged, are this step's own: freed on any exit
-            E.dispose(list(grads.values()))
-            E.dispose([g for _, g in avg_pairs if g is not None])
+            scopes.dispose(list(grads.values()))
+            scopes.dispose([g for _, g in avg_pairs if g is not None])
         if avg_value is not value:
             value.dispose()
         if return_cost:
@@ -119,7 +120,7 @@ class DistributedOptimizer:
         try:
             return self.optimizer._apply(pairs, skip_nonfinite)
         finally:
-            E.dispose([g for _, g in pairs if g is not None])
+            scopes.dispose([g for _, g in pairs if g is not None])
 
     # ------------------------------------------------------------- averaging
     def _average(self, pairs, loss):

@@ -9,7 +9,7 @@ import threading
 import traceback
 
 from ..errors import MPIUnavailableError
-from ..names import Result
+from ..camel_case import Result
 from ..train import ranks
 from . import sync
 

@@ -125,5 +125,3 @@ class _TapeOps:
 
 
 _tape.bind_ops(_TapeOps)
-
-from .. import numpy_interop  # noqa: E402,F401 - NumPy ufuncs/functions on tensors

@@ -28,7 +28,7 @@ from .. import batching as V
 from .. import dtypes
 from .. import engine as E
 from .. import user_frames
-from ..args import (alive, as_int, as_ints, as_number, flag, norm_axes,  # noqa: F401
+from ..arg_checks import (alive, as_int, as_ints, as_number, flag, norm_axes,  # noqa: F401
                     norm_axis)  # (re-exported: the family files import them from here)
 from ..errors import DtypeError
 from ..strings import OPS_HINT as _STRINGS_HINT, STRING

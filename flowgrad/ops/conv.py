@@ -25,7 +25,7 @@ import numpy as np
 from .. import batching as V
 from .. import dtypes
 from .. import engine as E
-from ..args import check_alloc, choice, describe
+from ..arg_checks import check_alloc, choice, describe
 from ..backends.ext_conv import cell_slices
 from ..errors import ArgumentError, ShapeError
 from ..tensor import Tensor

@@ -12,12 +12,25 @@ from .. import batching as V
 from .. import dtypes
 from .. import engine as E
 from ..errors import ArgumentError, BackendError, DtypeError, ShapeError
-from ..args import check_alloc
-from ..strings import STRING, string_tensor, wants_strings
+from ..arg_checks import check_alloc
+from ..strings import STRING, string_array, wants_strings
 from ..tensor import Tensor, convert, to_array
 from ._core import as_int, as_number, as_tensor, export, primitive
 
 _builtin_range = range
+
+
+def string_tensor(values, shape=None, dtype=None, where="tensor()", rank=None):
+    """A string tensor from a str, nested lists of str, a NumPy array of strings or a string
+    tensor (strings.string_array says what is accepted)."""
+    if isinstance(values, Tensor):
+        values.throw_if_disposed()
+        if values.dtype != STRING:
+            raise DtypeError(f"{where}: dtype 'string' needs string values, got a "
+                             f"{values.dtype} tensor (flowgrad does not cast numbers to "
+                             f"strings)")
+        values = values._data.values
+    return E.make_tensor(string_array(values, shape, dtype, where, rank))
 
 
 def _shape(shape, fn):
@@ -109,11 +122,12 @@ def from_dlpack(x):
                                f"{type(x).__name__} ({first}); copy it to the host first "
                                f"(e.g. x.cpu() or np.asarray(x)) and call tf.tensor()") \
                 from first
-    if arr.dtype not in E._NAME:
+    name = E.dtype_name(arr.dtype)
+    if name is None:
         # NOTE: not one of flowgrad's dtypes: convert on the host (int64 -> int32...)
         return E.make_tensor(E.from_host(to_array(np.asarray(E.to_host(arr)),
                                                   where="from_dlpack()")))
-    if E._NAME[arr.dtype] not in B.dtypes or B.dtypes[E._NAME[arr.dtype]] != arr.dtype:
+    if name not in B.dtypes or B.dtypes[name] != arr.dtype:
         raise BackendError(f"from_dlpack(x): backend '{B.name}' returned a "
                            f"{type(arr).__name__} of another backend")
     return E.make_tensor(arr)

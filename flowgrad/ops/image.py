@@ -11,7 +11,7 @@ for non-square images and both gradients ignore half_pixel_centers).
 from .. import batching as V
 from .. import dtypes
 from .. import engine as E
-from ..args import check_alloc, flag
+from ..arg_checks import check_alloc, flag
 from ..errors import ArgumentError, DtypeError, ShapeError
 from ..tensor import Tensor
 from ._core import as_float, as_ints, as_tensor, cast, export, primitive

@@ -13,7 +13,7 @@ import numpy as np
 from .. import batching as V
 from .. import dtypes
 from .. import engine as E
-from ..args import check_alloc
+from ..arg_checks import check_alloc
 from ..errors import ArgumentError, DtypeError, ShapeError
 from ..tensor import Tensor, convert
 from ._core import as_int, as_ints, as_tensor, export, norm_axis, own_buffer, primitive

@@ -10,7 +10,7 @@ import numpy as np
 
 from .. import batching as V
 from .. import engine as E
-from ..args import describe
+from ..arg_checks import describe
 from ..errors import ArgumentError, DtypeError, ShapeError
 from ..tensor import Tensor
 from ._core import (FLOATS, as_float, as_floats, as_int, as_number, as_tensor, export,

@@ -18,7 +18,7 @@ import math
 from .. import batching as V
 from .. import dtypes
 from .. import engine as E
-from ..args import choice, describe
+from ..arg_checks import choice, describe
 from ..errors import ArgumentError, ShapeError
 from ._core import as_float, as_numeric, cast, export, met_float, primitive
 from .conv import (FORMATS, MAX_STRIDE, channels_last, check_rounding, check_strides_dilations,

@@ -6,9 +6,9 @@ import numpy as np
 from .. import batching as V
 from .. import dtypes
 from .. import engine as E
-from ..args import describe
+from ..arg_checks import describe
 from ..errors import ArgumentError, ShapeError
-from ..names import Result
+from ..camel_case import Result
 from ..tape import is_unit, mark_unit, units
 from ._core import as_float, as_tensor, export, flag, norm_axes, norm_axis, primitive
 from .logical import where

@@ -11,9 +11,9 @@ import numpy as np
 from .. import batching as V
 from .. import dtypes
 from .. import engine as E
-from ..args import check_alloc, choice, describe, flag
+from ..arg_checks import check_alloc, choice, describe, flag
 from ..errors import ArgumentError, DtypeError, ShapeError
-from ..names import Result
+from ..camel_case import Result
 from ._core import (as_int, as_numeric, as_tensor, binary_args, export, met_float, norm_axis,
                     primitive, scalar_of)
 from .creation import fill, range as _arange, tensor as _tensor

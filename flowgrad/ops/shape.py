@@ -14,7 +14,7 @@ from .. import dtypes
 from .. import engine as E
 from ..errors import ArgumentError, ShapeError
 from ..tensor import Tensor
-from ..args import alive, as_number, check_alloc, norm_perm
+from ..arg_checks import alive, as_number, check_alloc, norm_perm
 from ._core import (as_ints, as_tensor, export, met_float, norm_axes, norm_axis, own_buffer,
                     primitive)
 

@@ -11,7 +11,7 @@ import numpy as np
 
 from .. import batching as V
 from .. import engine as E
-from ..args import choice, describe
+from ..arg_checks import choice, describe
 from ..errors import ArgumentError, ShapeError
 from ..tensor import Tensor
 from ._core import as_int, as_ints, as_tensor, export, primitive

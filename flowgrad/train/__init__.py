@@ -8,7 +8,7 @@ from .optimizers import (AdadeltaOptimizer, AdagradOptimizer, AdamaxOptimizer, A
 from .progress import Progress, progress
 from .schedules import (CosineDecay, ExponentialDecay, PiecewiseConstant, Schedule, Warmup,
                         cosine_decay, exponential_decay, piecewise_constant, warmup)
-from ..names import camel_to_snake as _camel_to_snake
+from ..camel_case import camel_to_snake as _camel_to_snake
 
 __all__ = sorted(n for n in globals() if not n.startswith("_"))
 

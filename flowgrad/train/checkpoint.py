@@ -28,7 +28,8 @@ import numpy as np
 
 from .. import dtypes
 from .. import engine as E
-from ..args import as_int, describe, flag
+from .. import scopes
+from ..arg_checks import as_int, describe, flag
 from ..errors import ArgumentError, CheckpointError
 from ..tensor import Variable
 from . import checkpoint_file as CF
@@ -116,8 +117,12 @@ def _state(ckpt):
     """(tensors by key, manifest) of the live objects, read under update.STATE_LOCK: one
     step's state even while another thread trains (the arrays read are never written
     again: a step gives its variables and slots new ones)."""
+    # NOTE: the result is stored inside the with block and returned after it: the
+    # instruction after a ``return f()`` inside a ``with`` lies outside the block's
+    # handler, and an interrupt landing there kept the lock held forever
     with update.STATE_LOCK:
-        return _read_state(ckpt)
+        state = _read_state(ckpt)
+    return state
 
 
 def _read_state(ckpt):
@@ -260,7 +265,7 @@ class Checkpoint:
         path = _path(path, "path", "Checkpoint.restore")
         partial = flag(partial, "partial", "Checkpoint.restore")
         tensors, manifest = _read(path)
-        E.tidy(lambda: _restore(self, path, tensors, manifest, partial))
+        scopes.tidy(lambda: _restore(self, path, tensors, manifest, partial))
 
     def __repr__(self):
         lay = self._layout

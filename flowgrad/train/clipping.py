@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Sequence
 
-from ..args import as_number, norm_axes
+from ..arg_checks import as_number, norm_axes
 from ..errors import ArgumentError, ShapeError
 from ..ops import OPS
 from ..tensor import Tensor, convert

@@ -73,7 +73,7 @@ def run(rule, opt, var, g, slots):
 
 def _out(B, like):
     """A pooled buffer of ``like``'s shape and dtype, or None (the ufunc allocates)."""
-    if like.size >= _pool.MIN_ELEMENTS and E.POOL_MIN != E._OFF:
+    if like.size >= E.POOL_MIN:      # (the pool's size on NumPy; "infinite" elsewhere)
         return _pool.take(like.shape, like.dtype)
     return None
 

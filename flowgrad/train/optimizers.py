@@ -16,13 +16,13 @@ import numbers
 from collections import abc
 from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
 
-from .. import engine as E
-from ..args import as_int, as_number, describe, flag
+from .. import scopes
+from ..arg_checks import as_int, as_number, describe, flag
 from ..errors import ArgumentError, FlowgradError
 from ..gradients import check_var_list, variable_grads, variable_pairs
-from ..names import Result, camel_attribute, camel_to_snake
+from ..camel_case import Result, camel_attribute, camel_to_snake
 from ..ops import OPS
-from ..tensor import _VARIABLES
+from ..tensor import find_variable
 from .clipping import clip_by_global_norm, clip_by_norm
 
 from . import fused, update
@@ -133,15 +133,15 @@ class Optimizer:
             if var_list is not None:
                 pairs = [(v, grads.get(v.name)) for v in var_list]
             else:
-                pairs = [(_VARIABLES[name], g) for name, g in grads.items()
-                         if name in _VARIABLES]
+                pairs = [(find_variable(name), g) for name, g in grads.items()
+                         if find_variable(name) is not None]
         try:
             self._apply(pairs, skip_nonfinite, value)
         except BaseException:
             value.dispose()
             raise
         finally:
-            E.dispose([g for _, g in pairs if g is not None])
+            scopes.dispose([g for _, g in pairs if g is not None])
         if return_cost:
             return value
         value.dispose()
@@ -198,7 +198,7 @@ class Optimizer:
         iterations = as_int(it, "the iteration count (the first entry)",
                             f"{self.class_name}.set_weights()", 0)
         update.prune(self)
-        E.tidy(lambda: self._set_weights(iterations, entries[1:]))
+        scopes.tidy(lambda: self._set_weights(iterations, entries[1:]))
 
     def _set_weights(self, iterations, entries):
         plan, values = Plan(self, iterations, counts=False), {}
@@ -210,7 +210,7 @@ class Optimizer:
             if slot not in self.slot_names:
                 raise ArgumentError(f"{self.class_name} has no slot '{slot}' (its slots: "
                                     f"{', '.join(self.slot_names) or 'none'})")
-            var = _VARIABLES.get(vname)
+            var = find_variable(vname)
             if var is None:
                 raise ArgumentError(f"set_weights(): no variable named '{vname}' is registered")
             # (by id: == on tensors is elementwise; a later entry wins)
@@ -275,7 +275,7 @@ class Optimizer:
         update.prune(self)
         update.check_targets(self, pairs)
         rule = _FUSED.get(type(self))
-        skipped = E.tidy(lambda: update.step(self, pairs, skip_nonfinite, loss, rule))
+        skipped = scopes.tidy(lambda: update.step(self, pairs, skip_nonfinite, loss, rule))
         if skipped:
             from .. import user_frames      # (the user's minimize line, at any depth)
             user_frames.warn(skipped, NonFiniteGradientWarning)

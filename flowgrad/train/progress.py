@@ -19,7 +19,7 @@ import sys
 import numpy as np
 
 from .. import engine as E
-from ..args import as_int, describe, flag
+from ..arg_checks import as_int, describe, flag
 from ..errors import ArgumentError
 from ..tensor import Tensor
 from .ranks import is_root      # (not tf.distributed's: that layer is above train)

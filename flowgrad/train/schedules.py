@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 from typing import Any, Callable, Sequence
 
-from ..args import as_ints, as_number, describe, flag
+from ..arg_checks import as_ints, as_number, describe, flag
 from ..errors import ArgumentError
 
 

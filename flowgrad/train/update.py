@@ -27,16 +27,18 @@ assignments.
 import threading
 import weakref
 
-from ..forks import renew_after_fork
+from ..after_fork import renew_after_fork
 from .. import dtypes
 from .. import engine as E
+from .. import recording
+from .. import interceptors
 from ..errors import (ArgumentError, DisposedError, DtypeError, JitError, ShapeError,
                       VariableError)
-from ..names import Result
+from ..camel_case import Result
 from ..ops import OPS
 from ..batching import loop
 from ..ops._core import primitive
-from ..tensor import Variable, _VARIABLES, convert, slot_variable
+from ..tensor import Variable, convert, find_variable, slot_variable
 from . import fused
 
 
@@ -46,7 +48,7 @@ from . import fused
 # it, 6-22 of 60 checkpoints written beside a training thread were torn
 # (tests/test_engine_state.py)
 STATE_LOCK = threading.RLock()
-renew_after_fork(globals(), "STATE_LOCK", threading.RLock)     # (flowgrad/forks.py)
+renew_after_fork(globals(), "STATE_LOCK", threading.RLock)     # (flowgrad/after_fork.py)
 
 
 def step(opt, pairs, skip_nonfinite, loss, rule):
@@ -69,9 +71,9 @@ def step(opt, pairs, skip_nonfinite, loss, rule):
 
     # one fused kernel per variable unless the update itself is being differentiated,
     # or the backend's functions take no out= buffers (the standard has none)
-    if E.is_recording() or not E.B.supports_out:
+    if recording.is_recording() or not E.B.supports_out:
         rule = None
-    if rule is None and E._tracer is not None:
+    if rule is None and interceptors.tracer is not None:
         # the op-by-op rule reads the step count and learning rate in Python: a replay
         # would repeat this step's bias corrections forever
         raise JitError(f"tf.jit cannot replay this {opt.class_name} update: on backend "
@@ -153,7 +155,7 @@ class Plan:
     def commit(self):
         """Apply the whole plan (see the module doc: it cannot be left half done)."""
         opt = self.opt
-        if E._tracer is not None:
+        if interceptors.tracer is not None:
             # tf.jit is tracing: the commit is a kernel, so that every replay commits
             E.run_kernel(_commit_kernel, tuple(s[1] for s in self.swaps),
                          {"targets": tuple(s[0] for s in self.swaps), "regs": self.regs,
@@ -242,7 +244,7 @@ def _adopt(targets, arrays, regs, table, opt, it):
 
 def check_targets(opt, pairs):
     """Refuse, before anything is computed, updates that cannot be applied."""
-    sess = E.current_session()
+    sess = recording.current_session()
     seen = set()
     for var, g in pairs:
         if g is None:
@@ -326,7 +328,7 @@ def gradient_pairs(grads):
 def _lookup(key):
     if isinstance(key, Variable):
         return key
-    var = _VARIABLES.get(key)
+    var = find_variable(key)
     if var is None:
         raise ArgumentError(f"apply_gradients(): no variable named {key!r} is registered (was "
                             f"it disposed, or renamed?)")

@@ -12,23 +12,25 @@ restore repeated in a ``finally``, can never leave the user's NumPy silenced.
 """
 import numpy as np
 
+# QUIET: the state that ignores every floating-point error; fpe_saved() reads this thread's
+# state and fpe_put(state) sets it (the engine's hot path calls both around each kernel)
 try:
     from numpy._core._ufunc_config import _extobj_contextvar, _make_extobj
-    _QUIET = _make_extobj(all="ignore")
-    fpe_saved, _fpe_put = _extobj_contextvar.get, _extobj_contextvar.set
+    QUIET = _make_extobj(all="ignore")
+    fpe_saved, fpe_put = _extobj_contextvar.get, _extobj_contextvar.set
 except (ImportError, AttributeError, TypeError):      # another NumPy layout: the public API
-    _QUIET = {"all": "ignore"}
+    QUIET = {"all": "ignore"}
 
     def fpe_saved():
         return np.geterr()
 
-    def _fpe_put(state):
+    def fpe_put(state):
         np.seterr(**state)
 
 
 def fpe_restore(saved):
     """Put back the floating-point state ``saved`` (from fpe_saved())."""
-    _fpe_put(saved)
+    fpe_put(saved)
 
 
 def fpe_quiet():
@@ -45,4 +47,4 @@ def fpe_quiet():
     >>> r
     array([-inf])
     """
-    _fpe_put(_QUIET)
+    fpe_put(QUIET)

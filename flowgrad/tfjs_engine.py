@@ -17,9 +17,9 @@ import functools
 import threading
 import types
 
-from . import engine as _E
+from . import scopes as _scopes
 from .errors import ArgumentError, FlowgradError
-from .names import Result, camel_attribute
+from .camel_case import Result, camel_attribute
 
 
 class _CamelCase:
@@ -56,7 +56,7 @@ class Engine(_CamelCase):
         if name is not None and not isinstance(name, str):
             raise ArgumentError(f"engine().start_scope(name): name must be a string or None, "
                                 f"got {type(name).__name__}")
-        _E.begin_scope(name)
+        _scopes.begin_scope(name)
         _open.depth = getattr(_open, "depth", 0) + 1
 
     def end_scope(self, result=None):
@@ -70,7 +70,7 @@ class Engine(_CamelCase):
                                 "closes one scope that start_scope opened (tf.tidy(fn) pairs "
                                 "them for you)")
         _open.depth = depth - 1
-        _E.end_scope(result)
+        _scopes.end_scope(result)
 
     def __repr__(self):
         return "<flowgrad engine: start_scope(name=None), end_scope(result=None)>"
@@ -95,7 +95,7 @@ class EngineModule(types.ModuleType):
 
 
 # NOTE: documentation tools that inspect modules (griffe) read a module object's members
-# through the module its class was defined in: left as flowgrad._engine_api, this module's
+# through the module its class was defined in: left as flowgrad.tfjs_engine, this module's
 # page listed the engine's names and lost its own (tf.Engine could not be resolved)
 EngineModule.__module__ = "flowgrad.engine"
 

@@ -4,9 +4,9 @@ forked: a lock another thread held at that moment stays held in the child foreve
 threads the parent started are not there to take queued work.
 
 >>> import threading
->>> from flowgrad import forks
+>>> from flowgrad import after_fork
 >>> state = {"lock": threading.Lock()}
->>> forks.renew_after_fork(state, "lock", threading.Lock)
+>>> after_fork.renew_after_fork(state, "lock", threading.Lock)
 """
 import os
 

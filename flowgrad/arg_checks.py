@@ -17,7 +17,6 @@ import numpy as np
 from . import dtypes
 from . import engine as E
 from .errors import AllocationError, ArgumentError, ShapeError
-from .tensor import Tensor
 
 _INT_TYPES = (int, np.integer)
 
@@ -25,7 +24,7 @@ _INT_TYPES = (int, np.integer)
 def describe(v):
     """A bad value as messages show it: its repr (shortened) and type, or a tensor's
     dtype and shape."""
-    if isinstance(v, Tensor):
+    if isinstance(v, E.tensor_class()):
         return f"a {v.dtype} tensor of shape {list(v.shape)}"
     if isinstance(v, np.ndarray):
         return f"a NumPy array of shape {list(v.shape)}"
@@ -37,7 +36,7 @@ def describe(v):
 
 def _scalar_int(v):
     """v as an int when it is an int32 tensor of rank 0, else v unchanged."""
-    if isinstance(v, Tensor) and v.rank == 0 and v.dtype == dtypes.int32:
+    if isinstance(v, E.tensor_class()) and v.rank == 0 and v.dtype == dtypes.int32:
         return int(v.item())
     return v
 
@@ -64,11 +63,11 @@ def as_int(v, what, opname, minimum=None):
 def as_ints(seq, what, opname, minimum=None):
     """A tuple of ints from a list or tuple (an int32 tensor or NumPy array of rank 1
     too); each entry as in ``as_int``."""
-    if isinstance(seq, (Tensor, np.ndarray)):
+    if isinstance(seq, (E.tensor_class(), np.ndarray)):
         if seq.ndim if isinstance(seq, np.ndarray) else seq.rank:
             seq = seq.tolist() if isinstance(seq, np.ndarray) else seq.array_sync()
     if not isinstance(seq, (list, tuple)):
-        got = describe(seq) if isinstance(seq, (Tensor, np.ndarray)) else type(seq).__name__
+        got = describe(seq) if isinstance(seq, (E.tensor_class(), np.ndarray)) else type(seq).__name__
         raise ArgumentError(f"{opname}: {what} must be a list of integers, got {got}")
     return tuple(as_int(v, f"{what}[{i}]", opname, minimum) for i, v in enumerate(seq))
 
@@ -87,7 +86,7 @@ def norm_axis(axis, rank, opname="op", what="axis"):
     if type(axis) is not int:
         axis = _scalar_int(axis)
         if not isinstance(axis, _INT_TYPES) or isinstance(axis, bool):
-            got = describe(axis) if isinstance(axis, (Tensor, np.ndarray)) else (
+            got = describe(axis) if isinstance(axis, (E.tensor_class(), np.ndarray)) else (
                 f"{type(axis).__name__} {axis!r}" if isinstance(axis, float)
                 else type(axis).__name__)
             raise ArgumentError(f"{opname}: {what} must be an int, got {got}")
@@ -116,7 +115,7 @@ def norm_perm(perm, rank, opname="transpose"):
     if perm is None:
         return tuple(range(rank - 1, -1, -1))
     if not isinstance(perm, (list, tuple)):
-        if isinstance(perm, (Tensor, np.ndarray)) and np.ndim(perm) == 1:
+        if isinstance(perm, (E.tensor_class(), np.ndarray)) and np.ndim(perm) == 1:
             perm = perm.tolist() if isinstance(perm, np.ndarray) else perm.array_sync()
         else:
             raise ArgumentError(f"{opname}: perm must be a list of the {rank} axes in their "
@@ -134,11 +133,11 @@ def as_number(v, what, opname, finite=False, minimum=None, positive=False):
     """A real-number argument, as a Python float (a tensor of one element too).
     ``finite`` refuses NaN and inf; ``minimum`` / ``positive`` bound it."""
     if type(v) is not float:
-        if isinstance(v, Tensor) and v.size == 1 and v.dtype != dtypes.bool_:
+        if isinstance(v, E.tensor_class()) and v.size == 1 and v.dtype != dtypes.bool_:
             v = v.item()
         if isinstance(v, (bool, np.bool_)) or not isinstance(
                 v, (int, float, np.integer, np.floating)):
-            got = describe(v) if isinstance(v, (Tensor, np.ndarray)) else repr(v)
+            got = describe(v) if isinstance(v, (E.tensor_class(), np.ndarray)) else repr(v)
             raise ArgumentError(f"{opname}: {what} must be a number, got {got}")
         try:
             v = float(v)
@@ -221,7 +220,7 @@ def check_alloc(shape, dtype, opname, what="the result"):
         return
     limit = memory_limit()
     if nbytes > limit:
-        src = "MAX_BYTES (flowgrad.args)" if MAX_BYTES is not None else \
+        src = "MAX_BYTES (flowgrad.arg_checks)" if MAX_BYTES is not None else \
             "the physical memory of this machine"
         raise AllocationError(
             f"{opname}: {what} would have shape {list(shape)}: {n:,} elements of {dtype}, "
