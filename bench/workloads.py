@@ -97,7 +97,7 @@ def w4b(reps):
 
 
 def debug_cost(reps, n_ops=200):
-    """The per-op workload with the debug seams as shipped versus a sweep without them:
+    """The per-op workload with the debug hooks as shipped versus a sweep without them:
     the price of debugging when it is off."""
     x = tf.tensor(np.linspace(0.1, 0.5, 1).astype(np.float32))
     shipped = tape._sweep
@@ -116,12 +116,14 @@ def debug_cost(reps, n_ops=200):
 
 
 def _sweep_without_seams():
-    """tape._sweep's source with its debug lines removed (node hooks, dx_hook)."""
+    """tape._sweep's source with its debug lines removed (node hooks, the interceptors'
+    dx_hook; its signature keeps the parameter)."""
     import inspect
     import textwrap
     src = textwrap.dedent(inspect.getsource(tape._sweep))
     drop = ("node_hooks", "_node_hook", "dx_hook")
-    lines = [ln for ln in src.splitlines() if not any(d in ln for d in drop)]
+    lines = [ln for ln in src.splitlines()
+             if ln.startswith("def ") or not any(d in ln for d in drop)]
     ns = dict(vars(tape))
     exec("\n".join(lines).replace("global \n", ""), ns)
     return ns["_sweep"]
