@@ -37,6 +37,8 @@ import flowgrad as tf                                 # noqa: E402
 from flowgrad.ops._core import PRIMITIVES             # noqa: E402
 
 import oracle_cases as oc                             # noqa: E402
+import oracle_linalg_decompositions                   # noqa: E402,F401 (rows join oc.CASES)
+import oracle_linalg_matrices                         # noqa: E402,F401 (rows join oc.CASES)
 
 RTOL = 1e-9           # relative, per entry
 ATOL_REL = 1e-11      # absolute, relative to the array's largest entry

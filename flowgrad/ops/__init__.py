@@ -5,6 +5,7 @@ from ..tensor import Tensor
 from . import (_core, activations, binary, creation, indexing, linalg, logical,  # noqa: F401
                nn, reduce, shape, unary)
 from . import conv, image, losses, pool, scan, spatial  # noqa: F401,E402
+from . import decompositions, matrices  # noqa: F401,E402
 from ._core import COMPOSITES, NAMESPACES, OPS, PRIMITIVES, cast, export
 
 _O = OPS
