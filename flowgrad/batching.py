@@ -25,7 +25,6 @@ from .after_fork import renew_after_fork
 from . import engine as E
 from . import float_errors
 from . import interceptors
-from . import tape
 from . import user_frames
 from .errors import FlowgradError
 from .recording import current_session
@@ -442,8 +441,3 @@ def takes_no_tensors(prim, inputs, attrs, levels):
     of it can be batched, so run_batched never calls this (its declaration says so)."""
     raise AssertionError(f"{prim.name} takes no tensors: it is never batched")
 
-
-# ---------------------------------------------------------------- backward passes
-
-# tape.backprop over a session with batched nodes batches the rules' kernels too
-tape.bind_batching(activate, deactivate)

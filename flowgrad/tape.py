@@ -111,10 +111,13 @@ def unbroadcast(dx, shape, prim=None, i=0, nlead=0):
     return dx
 
 
-def _fix_grad(dx, t, n, i, lead=()):
+def _fix_grad(dx, t, n, i, lead=(), settle=None):
     """Bring a rule's gradient to the input's shape and gradient dtype (or explain why not).
-    ``lead``: the batch axes of a vectorised pass, kept in front."""
+    ``lead``: the batch axes of a vectorised pass, kept in front. ``settle``: in a pass over
+    tf.vmap nodes, sums out the vmap levels that dx carries and t does not (see backprop)."""
     prim = n.prim
+    if settle is not None:
+        dx = settle(dx, t)
     if not isinstance(dx, E.tensor_class()):
         if prim.strict:
             raise GradientError(
@@ -219,14 +222,20 @@ class NotBatchable(Exception):
     """A node's rule cannot take batched cotangents (the caller loops instead)."""
 
 
-_batching = None        # (activate, deactivate) for sessions with vmap nodes: bind_batching
+_batching = None    # (activate, deactivate, settler) for sessions with vmap nodes: bind_batching
 
 
-def bind_batching(activate, deactivate):
-    """Give the sweep tf.vmap's batching (flowgrad/batching.py, which sits above): a session
-    that recorded batched nodes runs its rules with the batched kernel entry on."""
+def bind_batching(activate, deactivate, settler):
+    """Give the sweep tf.vmap's batching (flowgrad/vmap.py and batching.py, which sit above):
+    a session that recorded batched nodes runs its rules with the batched kernel entry on.
+
+    ``settler(y, dy)`` returns the pass's ``settle(dx, t)``. A tensor that a vmapped function
+    uses without batching it (a closed-over weight) is broadcast over the examples; when the
+    gradient is taken outside that vmap, its gradient arrives batched over a vmap level that
+    has ended and must be summed over the examples (JAX: the transpose of a broadcast). The
+    levels of y and of its seed dy stay: a gradient taken inside vmap is per example."""
     global _batching
-    _batching = (activate, deactivate)
+    _batching = (activate, deactivate, settler)
 
 
 def backprop(y, dy, xs, sess, batch=False, unit=False):
@@ -247,7 +256,7 @@ def backprop(y, dy, xs, sess, batch=False, unit=False):
         h = _batching
         h[0]()
         try:
-            return _backprop(y, dy, xs, sess, batch)
+            return _backprop(y, dy, xs, sess, batch, h[2](y, dy))
         finally:
             h[1]()
     return _backprop(y, dy, xs, sess, batch)
@@ -274,7 +283,7 @@ def _unit_backprop(y, dy, xs, sess):
     return grads, connected
 
 
-def _backprop(y, dy, xs, sess, batch):
+def _backprop(y, dy, xs, sess, batch, settle=None):
     hooks = any_node_hooks and len(node_hooks) > 0      # (this pass's own reading)
     dx_hook = interceptors.dx_hook             # (one reading a pass: a watch may come meanwhile)
     if interceptors.y_hook is not None:
@@ -314,7 +323,7 @@ def _backprop(y, dy, xs, sess, batch):
                   dx_hook is None and E.run_kernel is _RUN_KERNEL and
                   E.make_tensor is _MAKE_TENSOR)
             recording.set_lite(on)
-            _sweep(order, grads, gsrc, src, needs, lead, hooks, dx_hook, on)
+            _sweep(order, grads, gsrc, src, needs, lead, hooks, dx_hook, on, settle)
         finally:
             try:
                 recording.exit_backward(level, lite)
@@ -360,7 +369,8 @@ def _count_error(prim, ins, r):
                          f"expected {len(ins)} gradients.")
 
 
-def _sweep(order, grads, gsrc, src, needs, lead=(), hooks=False, dx_hook=None, lite=False):
+def _sweep(order, grads, gsrc, src, needs, lead=(), hooks=False, dx_hook=None, lite=False,
+           settle=None):
     # NOTE: no module global is written here: in CPython 3.11+ a STORE_GLOBAL invalidates
     # the module's cached global lookups
     add = _ops.add
@@ -405,7 +415,7 @@ def _sweep(order, grads, gsrc, src, needs, lead=(), hooks=False, dx_hook=None, l
                 continue
             if type(dx) is not T or (dx.dtype is not t.dtype and dx.dtype != t.dtype) or \
                     dx.shape != (lead + t.shape if lead else t.shape):
-                dx = _fix_grad(dx, t, n, i, lead)
+                dx = _fix_grad(dx, t, n, i, lead, settle)
             if dx_hook is not None:
                 dx = dx_hook(n, i, t, dx, g)
             k = id(t)

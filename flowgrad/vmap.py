@@ -18,6 +18,7 @@ import numpy as np
 from . import batching as BT
 from . import engine as E
 from . import interceptors
+from . import tape
 from .arg_checks import check_arity
 from .batching import BatchedTensor, Phys, VmapError, levels_of
 from .camel_case import Result
@@ -78,6 +79,29 @@ def _(dy, x, level, axis, size):
 @_OUT.def_vjp
 def _(dy, t, level, axis, size):
     return _enter(dy, level, axis, size)
+
+
+def _settler(y, dy):
+    """The backward pass's ``settle(dx, t)`` (tape.bind_batching): dx summed over the vmap
+    levels it carries and neither t, nor y, nor its seed dy does."""
+    keep = levels_of(y) + levels_of(dy)
+
+    def settle(dx, t):
+        have = levels_of(dx)
+        if not have:
+            return dx
+        own = levels_of(t)
+        for lv in [lv for lv in have if lv not in own and lv not in keep]:
+            size = dx._data.shape[levels_of(dx).index(lv)]
+            # (leaving makes the level logical axis 0; its sum is an op, so this is
+            # differentiable like the rest of the pass)
+            dx = _leave(dx, lv, 0, size).sum(0)
+        return dx
+    return settle
+
+
+# tape.backprop over a session with batched nodes batches the rules' kernels too
+tape.bind_batching(BT.activate, BT.deactivate, _settler)
 
 
 # ---------------------------------------------------------------- pytrees and axes

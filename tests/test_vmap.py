@@ -429,3 +429,37 @@ def test_vmap_in_several_threads_at_once():
     assert results == {0: True, 1: True, 2: True}
     from flowgrad import batching, engine
     assert batching._users == 0 and engine.run_kernel is not batching.run_batched
+
+
+def test_a_weight_closed_over_by_a_vmapped_loss_gets_the_batch_sum_outside_vmap():
+    # the weight is broadcast over the examples inside vmap; a gradient taken outside sums
+    # the examples' contributions (it used to come back batched over the ended vmap level)
+    xs = np.array([[0.5, -1.0], [2.0, 0.25], [-1.5, 1.0], [0.0, 3.0]])
+    x = tf.tensor(xs, dtype="float64")
+    w0 = np.array([1.0, 2.0])
+    want = (2 * (xs @ w0)[:, None] * xs).mean(0)            # d/dw mean_i (x_i . w)^2
+    hess = 2 * xs.T @ xs / len(xs)
+
+    def loss(w):
+        return tf.vmap(lambda xi: (xi * w).sum().square())(x).mean()
+    w = tf.variable(tf.tensor(w0, dtype="float64"), name="w_closed_over")
+    try:
+        g = tf.variable_grads(lambda: loss(w), [w]).grads["w_closed_over"]
+        assert type(g) is tf.Tensor
+        np.testing.assert_allclose(g.numpy(), want, rtol=1e-12)
+        np.testing.assert_allclose(tf.grad(loss)(tf.tensor(w0, dtype="float64")).numpy(),
+                                   want, rtol=1e-12)
+        np.testing.assert_allclose(tf.hessian(loss)(tf.tensor(w0, dtype="float64")).numpy(),
+                                   hess, rtol=1e-12)
+        tf.train.sgd(0.01).minimize(lambda: loss(w))
+        np.testing.assert_allclose(w.numpy(), w0 - 0.01 * want, rtol=1e-12)
+        # nested: the inner vmap's level ends inside the outer one, whose level stays
+        inner = tf.grad(lambda s: tf.vmap(lambda xi: tf.vmap(lambda e: e * s)(xi).sum())(x)
+                        .sum())(tf.scalar(2.0, "float64"))
+        assert inner.item() == pytest.approx(xs.sum(), rel=1e-12)
+        # inside vmap the gradient stays per example
+        per = tf.vmap(lambda xi: tf.grad(lambda v: (xi * v).sum().square())(
+            tf.tensor(w0, dtype="float64")))(x)
+        np.testing.assert_allclose(per.numpy(), 2 * (xs @ w0)[:, None] * xs, rtol=1e-12)
+    finally:
+        w.dispose()
