@@ -7,6 +7,10 @@ Rows: vmap against flowgrad's batched gradient (the goal); the loop against the 
 against hand-written NumPy per-example gradients (the floor of that math); and, where torch
 is importable, torch.func's vmap(grad) against torch's batched gradient (one thread).
 
+Issue #30's row: per-example gradient NORMS by ghost norms (tf.debug.per_example_grad_norms,
+method="ghost": ‖h_i‖·‖δ_i‖ per dense layer, no [B, D, H] tensor) against the same batched
+gradient; the goal is at most 3x.
+
     python -m bench pex --reps 5
 """
 import numpy as np
@@ -86,9 +90,28 @@ def pex(reps):
         ("pex loop of 128 grads vs one batched grad", t_loop, t["batched"], 1e3, "ms"),
         ("pex vmap(grads) vs NumPy per-example", t["vmap"], t["numpy"], 1e3, "ms"),
     ]
+    rows += _ghost_rows(x, y, p_np, t["batched"], rounds)
     rows += _torch_rows(x_np, y_np, p_np, rounds)
     tf.dispose([x, y] + params)
     return rows + _conv_rows(rounds)
+
+
+def _ghost_rows(x, y, p_np, t_batched, rounds):
+    """Ghost norms of the same MLP (its weights as variables) against one batched gradient,
+    after checking them against vmap's norms."""
+    vs = [tf.variable(tf.tensor(p), name=f"bench_ghost_{i}") for i, p in enumerate(p_np)]
+
+    def one(xi, yi):
+        return _loss(vs, xi.reshape([1, D_IN]), yi.reshape([1, D_OUT]))
+
+    def norms(method):
+        return tf.debug.per_example_grad_norms(one, (x, y), method=method)
+    got = tf.tidy(lambda: norms("ghost").numpy())
+    want = tf.tidy(lambda: norms("vmap").numpy())
+    np.testing.assert_allclose(got, want, rtol=1e-4)
+    t = measure({"ghost": lambda: tf.tidy(lambda: norms("ghost"))}, rounds, warmup=1)
+    tf.dispose(vs)
+    return [("pex ghost norms vs one batched grad", t["ghost"], t_batched, 1e3, "ms")]
 
 
 def _conv_rows(rounds):
@@ -109,7 +132,7 @@ def _conv_rows(rounds):
     per = tf.vmap(one)
     got = tf.tidy(lambda: [g.numpy() for g in per(xs, ys)])
     for i in (0, 37):                                   # the loop's values
-        want = tf.tidy(lambda: [g.numpy() for g in one(xs[i], ys[i])])
+        want = tf.tidy(lambda i=i: [g.numpy() for g in one(xs[i], ys[i])])
         np.testing.assert_allclose(got[0][i], want[0], rtol=1e-5, atol=1e-7)
         np.testing.assert_allclose(got[1][i], want[1], rtol=1e-5, atol=1e-7)
     t = measure({"vmap": lambda: tf.tidy(lambda: per(xs, ys)),

@@ -15,7 +15,7 @@ def main(argv=None):
                                      description="flowgrad: TF.js autodiff in Python.")
     sub = parser.add_subparsers(dest="command")
     demo = sub.add_parser("demo", help="the seed tutorials' examples, a training run with "
-                                       "its gradient report, and two bugs caught")
+                                       "its gradient report, and four bugs caught")
     demo.add_argument("--quick", action="store_true", help="a shorter training run")
     demo.add_argument("--out", default="flowgrad-report", help="where the report goes")
     demo.add_argument("--no-train", action="store_true", help="skip the training run")

@@ -198,7 +198,7 @@ def run_example(code, namespace):
 
 def main(quick=False, out="flowgrad-report", train=True, show_code=True):
     """``flowgrad demo``: (1) the seed tutorials' examples, (2) a training run with its
-    gradient monitor, gradient check and HTML report in ``out``, (3) three bugs caught."""
+    gradient monitor, gradient check and HTML report in ``out``, (3) four bugs caught."""
     print("flowgrad: the automatic differentiation of TensorFlow.js, in Python.\n"
           "1. The examples of the three seed tutorials, run.")
     run(show_code=show_code)
@@ -206,7 +206,7 @@ def main(quick=False, out="flowgrad-report", train=True, show_code=True):
         print("\n2. Training a small network on two spirals, watching its gradients.")
         path = train_run(quick=quick, out=out)
         print(f"\n   The gradient report: {path}")
-    print("\n3. What went wrong: three bugs, caught.")
+    print("\n3. What went wrong: four bugs, caught.")
     what_went_wrong()
     return 0
 
@@ -279,7 +279,7 @@ def train_run(quick=False, out="flowgrad-report", log=print):
 def what_went_wrong(log=print):
     """A custom gradient with a wrong factor, named by check_grads; a NaN gradient from the
     where trap, named by check_numerics; a poisoned example, named by per-example
-    gradient norms."""
+    gradient norms; a learning rate past the stability limit, named by diagnose."""
     import warnings
 
     import flowgrad as tf
@@ -299,7 +299,8 @@ def what_went_wrong(log=print):
             tf.grad(lambda x: tf.where(x > 0, x.sqrt(), 0))(tf.tensor([-1.0, 4.0]))
     log("\n".join("   " + line for line in str(check.findings[0]).splitlines()))
     worst = poisoned_example(log)
-    return report, check.findings, worst
+    diagnosis = too_fast(log)
+    return report, check.findings, worst, diagnosis
 
 
 def poisoned_example(log=print):
@@ -327,6 +328,26 @@ def poisoned_example(log=print):
         return worst[0]
     finally:
         tf.dispose([w, b])
+
+
+def too_fast(log=print):
+    """Every gradient right, and the loss still blows up: tf.debug.diagnose measures the
+    curvature (lr x lambda_max against SGD's limit of 2) and names the learning rate."""
+    import numpy as np
+
+    import flowgrad as tf
+    rng = np.random.default_rng(3)
+    x_np = rng.normal(size=(32, 3))
+    y_np = x_np @ np.array([1.0, -2.0, 0.5]) + 0.1 * rng.normal(size=32)
+    w = tf.variable(tf.zeros([3], "float64"), name="demo/lr_w")
+    try:
+        d = tf.debug.diagnose(lambda x, y: (x * w).sum().sub(y).square(),
+                              (tf.tensor(x_np), tf.tensor(y_np)), tf.train.sgd(1.5))
+        log("   Training that diverges although every gradient is right: tf.debug.diagnose")
+        log("\n".join("   " + line for line in str(d).splitlines()))
+        return d
+    finally:
+        w.dispose()
 
 
 def run(show_code=True, out=print):

@@ -321,6 +321,26 @@ CASES = {
     "tf.debug.per_example_grad_norms": _with_var(
         lambda w, own: ([lambda x: (x * w).sum(), (X,)], {"var_list": [w]})),
     "tf.debug.worst_examples": call(np.array([1.0, 3.0, 2.0]), 2),
+    "tf.debug.hessian_eigenvalues": _with_var(
+        lambda w, own: ([lambda: (w * w * w).sum()], {"k": 1, "seed": 0})),
+    "tf.debug.hessian_trace": _with_var(
+        lambda w, own: ([lambda: (w * w * w).sum()], {"max_iter": 3, "seed": 0})),
+    "tf.debug.hessian_spectrum": _with_var(
+        lambda w, own: ([lambda: (w * w * w).sum()], {"iters": 3, "seed": 0})),
+    "tf.debug.gradient_noise": _with_var(
+        lambda w, own: ([lambda x: (x * w * w).sum(), (X,)], {"var_list": [w]})),
+    "tf.debug.loss_landscape": _with_var(
+        lambda w, own: ([lambda: (w * w).sum()], {"steps": 3, "seed": 0})),
+    "HessianSpectrum.density": call(tf.debug.HessianSpectrum(
+        np.array([[1.0, 2.0]]), np.array([[0.5, 0.5]]), 2)),
+    "HessianSpectrum.moment": call(tf.debug.HessianSpectrum(
+        np.array([[1.0, 2.0]]), np.array([[0.5, 0.5]]), 2), 2),
+    "HessianSpectrum.plot": call(tf.debug.HessianSpectrum(
+        np.array([[1.0, 2.0]]), np.array([[0.5, 0.5]]), 2)).slow(),
+    "LossLandscape.plot": _with_var(lambda w, own: (
+        [tf.debug.loss_landscape(lambda: (w * w).sum(), steps=3, seed=0)], {})).slow(),
+    "tf.debug.diagnose": _with_var(lambda w, own: (
+        [lambda x: (x * w).sum().square(), (X,), own(_opt())], {"steps": 2})),
     "tf.debug.GradientMonitor": call(),
     "tf.debug.monitor": call(Fresh(_opt)),
     "GradientMonitor.attach": call(Fresh(tf.debug.GradientMonitor), Fresh(_opt)),
@@ -398,6 +418,10 @@ NO_CASE = {
     "tf.debug.GraphNode": _RECORD, "tf.debug.KernelInfo": _RECORD,
     "tf.debug.LeakReport": _RECORD, "tf.debug.LeakSite": _RECORD,
     "tf.debug.ProfileInfo": _RECORD, "tf.debug.Flag": _RECORD, "tf.debug.History": _RECORD,
+    "tf.debug.GradientNoise": _RECORD, "tf.debug.HessianEigen": _RECORD,
+    "tf.debug.HessianSpectrum": _RECORD, "tf.debug.HessianTrace": _RECORD,
+    "tf.debug.LossLandscape": _RECORD, "tf.debug.Diagnosis": _RECORD,
+    "tf.debug.TrainingFinding": _RECORD,
     "History.__getitem__": "a mapping's lookup (variable name -> its history), as a dict's",
     "Result.__getitem__": "a result record's fields by name or position, as a tuple's",
     "check_numerics.report": "called by the engine with a Finding it made (internal hook)",

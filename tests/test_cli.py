@@ -30,6 +30,8 @@ def test_demo_quick_runs_everything_and_writes_the_report(capsys, tmp_path):
     assert "the gradient rule of square (kernel CustomGradient)" in out
     assert "The where trap: NaN created in the gradient of sqrt, with respect to x" in out
     assert "names it: example 37," in out                # the poisoned label, by index
+    # a learning rate past SGD's stability limit, named with its evidence
+    assert "  learning_rate_too_high" in out and "lr x lambda_max" in out
 
 
 def test_demo_without_training(capsys):
