@@ -1,5 +1,6 @@
 """Fit y = a·exp(b·t) by Levenberg-Marquardt, with the jacobian of the residuals from
-tf.jacobian (one vectorised backward pass per iteration).
+tf.jacobian (one vectorised backward pass per iteration) and the damped Gauss-Newton step
+(JᵀJ + λI)·δ = -Jᵀr solved by tf.linalg.solve, all in flowgrad ops.
 
     python examples/levenberg_marquardt.py
 """
@@ -16,23 +17,30 @@ def residuals(p):
 
 
 def cost(p):
-    return float((residuals(tf.tensor(p, dtype="float64")).numpy() ** 2).sum())
+    return residuals(p).square().sum().item()
+
+
+def lm_step(p, lam):
+    """The Levenberg-Marquardt step δ = -(JᵀJ + λI)⁻¹·Jᵀr at p, by a solve."""
+    J = tf.jacobian(residuals)(p)
+    r = residuals(p)
+    A = tf.mat_mul(J, J, True, False) + lam * tf.eye(2, dtype="float64")
+    return tf.linalg.solve(A, -tf.dot(r, J))
 
 
 def main():
-    p, lam = np.array([1.0, 0.0]), 1e-2
+    p, lam = tf.tensor([1.0, 0.0], dtype="float64"), 1e-2
     for it in range(100):
-        J = tf.jacobian(residuals)(tf.tensor(p, dtype="float64")).numpy()
-        r = residuals(tf.tensor(p, dtype="float64")).numpy()
-        step = np.linalg.solve(J.T @ J + lam * np.eye(2), -J.T @ r)
+        step = lm_step(p, lam)
         if cost(p + step) < cost(p):
             p, lam = p + step, lam / 3
         else:
             lam *= 3
-        if np.abs(step).max() < 1e-12:
+        if step.abs().max().item() < 1e-12:
             break
-    print(f"a = {p[0]:.4f}, b = {p[1]:.4f} after {it + 1} iterations (true 2, -0.7)")
-    return p
+    a, b = p.numpy()
+    print(f"a = {a:.4f}, b = {b:.4f} after {it + 1} iterations (true 2, -0.7)")
+    return p.numpy()
 
 
 if __name__ == "__main__":

@@ -14,8 +14,9 @@ from .backends import get_backend, set_backend
 from .backends.memory import get_memory_policy, set_memory_policy
 from .errors import (AllocationError, ArgumentError, BackendError, CheckpointError,
                      DisposedError, DistributedError, DtypeError, FlowgradError, GradientError,
-                     GraphvizError, JitError, KernelError, MissingDependencyError,
-                     MPIUnavailableError, ShapeError, UnconnectedGradientError, VariableError)
+                     GraphvizError, JitError, KernelError, LinAlgError,
+                     MissingDependencyError, MPIUnavailableError, ShapeError,
+                     UnconnectedGradientError, VariableError)
 from .ops import OPS as _OPS
 from . import numpy_interop  # noqa: F401 - NumPy's ufuncs and functions on tensors
 from .tensor import Tensor, Variable, dispose_variables, variable

@@ -38,6 +38,7 @@ from .errors import GraphvizError as GraphvizError
 from .errors import JitError as JitError
 from .tfjs_engine import KernelBackend as KernelBackend
 from .errors import KernelError as KernelError
+from .errors import LinAlgError as LinAlgError
 from .errors import MPIUnavailableError as MPIUnavailableError
 from .errors import MissingDependencyError as MissingDependencyError
 from .train.optimizers import MomentumOptimizer as MomentumOptimizer
@@ -88,7 +89,10 @@ from . import jit_closures as jit_closures
 from .jacobians import jvp as jvp
 from .scopes import keep as keep
 from .scopes import memory as memory
+from . import numpy_arrays as numpy_arrays
+from . import numpy_functions as numpy_functions
 from . import numpy_interop as numpy_interop
+from . import numpy_linalg as numpy_linalg
 from . import ops as ops
 from . import printing as printing
 from .debug.profile import profile as profile
@@ -193,6 +197,67 @@ class _LinalgNamespace:
              [4, 5, 0],
              [0, 8, 9]]"""
     @staticmethod
+    def cholesky(a: TensorLike, upper: bool = False) -> Tensor:
+        """The lower triangular l with l·lᵀ = a, for a symmetric positive-definite matrix
+        (or each in a stack [..., M, M]), as NumPy's ``linalg.cholesky`` (``upper=True``: the
+        upper triangular lᵀ instead).
+
+        Only a's lower triangle is read (as NumPy), and the gradient is the derivative of that
+        (Murray 2016, by triangular solves): it lies on the lower triangle, an entry below the
+        diagonal counting for itself and its mirror, so a finite difference of any single entry
+        agrees (eigh's rule is the same). Along symmetric perturbations it equals PyTorch's and
+        JAX's symmetric gradient (their sum with its transpose, halved off the diagonal). A
+        matrix that is not positive definite raises LinAlgError.
+
+        >>> import flowgrad as tf
+        >>> tf.linalg.cholesky([[4.0, 2.0], [2.0, 5.0]]).numpy().round(5).tolist()
+        [[2.0, 0.0], [1.0, 2.0]]"""
+    @staticmethod
+    def det(a: TensorLike) -> Tensor:
+        """The determinant of a square matrix (or of each in a stack [..., M, M]).
+
+        Differentiable: the gradient det(a)·a⁻ᵀ is computed by a solve, so it needs an
+        invertible a (at a singular a it raises LinAlgError, although the gradient, the
+        cofactor matrix, exists there). For a log-determinant, ``slogdet`` does not overflow.
+
+        >>> import flowgrad as tf
+        >>> round(tf.linalg.det([[1.0, 2.0], [3.0, 4.0]]).item(), 5)
+        -2.0"""
+    @staticmethod
+    def eigh(a: TensorLike, UPLO: str = 'L') -> Tensor:
+        """Eigenvalues (ascending) and eigenvectors of a real symmetric matrix (or a batch: the
+        last two axes), as NumPy's ``linalg.eigh``: a result ``(eigenvalues, eigenvectors)``
+        with ``a = V diag(w) V^T``, the columns of V orthonormal.
+
+        Only the triangle ``UPLO`` ('L' lower, 'U' upper) is read, as in NumPy, and the gradient
+        is that of this function (zero on the other triangle). Gradients through the eigenvectors
+        grow as 1/(w_j - w_i); where eigenvalues coincide a function that does not depend on the
+        basis chosen in their eigenspace is still differentiated, one that does raises
+        GradientError.
+
+        >>> import flowgrad as tf
+        >>> w, v = tf.linalg.eigh(tf.tensor([[2.0, 1.0], [1.0, 2.0]], dtype="float64"))
+        >>> w.print()
+        Tensor
+            [1, 3]
+        >>> bool(((v * w.expand_dims(0)) @ v.transpose() - [[2, 1], [1, 2]]).abs().max() < 1e-12)
+        True"""
+    @staticmethod
+    def eigvalsh(a: TensorLike, UPLO: str = 'L') -> Tensor:
+        """Eigenvalues (ascending) of a real symmetric matrix (or a batch), as NumPy's
+        ``linalg.eigvalsh``. Reads the triangle ``UPLO`` only. Its gradient V diag(dw) V^T is
+        defined everywhere, repeated eigenvalues included (a subgradient where they cross).
+
+        >>> import flowgrad as tf
+        >>> a = tf.tensor([[2.0, 1.0], [1.0, 2.0]], dtype="float64")
+        >>> tf.linalg.eigvalsh(a).print()
+        Tensor
+            [1, 3]
+        >>> tf.grad(lambda a: tf.linalg.eigvalsh(a)[1])(a).print()
+        Tensor
+            [[0.5, 0  ],
+             [1  , 0.5]]"""
+    @staticmethod
     def gram_schmidt(xs: Sequence[TensorLike]) -> Tensor:
         """Orthonormalize vectors by the (modified) Gram-Schmidt process, in order.
 
@@ -204,6 +269,85 @@ class _LinalgNamespace:
         Tensor
             [[0.6, 0.8 ],
              [0.8, -0.6]]"""
+    @staticmethod
+    def inv(a: TensorLike) -> Tensor:
+        """The inverse of a square matrix (or of each in a stack [..., M, M]).
+
+        Differentiable (d inv = -inv·da·inv). To apply an inverse, ``solve(a, b)`` is cheaper
+        and more accurate than ``inv(a) @ b``. A singular a raises LinAlgError.
+
+        >>> import flowgrad as tf
+        >>> tf.linalg.inv([[2.0, 0.0], [0.0, 4.0]]).numpy().round(5).tolist()
+        [[0.5, 0.0], [0.0, 0.25]]"""
+    @staticmethod
+    def lstsq(a: TensorLike, b: TensorLike, rcond: float | None = None) -> Tensor:
+        """The least-squares solution x of a x = b, as NumPy's ``linalg.lstsq``: a result
+        ``(x, residuals, rank, s)``.
+
+        a is [..., m, n] (NumPy: 2-D; flowgrad batches leading axes) and b [..., m, k] or [m]
+        (then x is [n]). x = pinv(a) b, the minimum-norm solution; singular values <= ``rcond``
+        times the largest count as zero (default: max(m, n) * eps of the dtype). ``residuals``:
+        the squared 2-norm of each column of a x - b, of shape [..., k] ([1] for a vector b),
+        and empty unless m > n and a has full rank n (every matrix of a batch). ``rank``: an
+        int32 tensor; ``s``: the singular values of a.
+
+        Gradients flow through x, residuals and s (those of pinv and svdvals).
+
+        >>> import flowgrad as tf
+        >>> a = tf.tensor([[1.0, 0.0], [1.0, 1.0], [1.0, 2.0]], dtype="float64")
+        >>> x, res, rank, s = tf.linalg.lstsq(a, tf.tensor([1.0, 2.0, 2.0], dtype="float64"))
+        >>> x.numpy().round(6).tolist(), res.numpy().round(6).tolist(), int(rank.item())
+        ([1.166667, 0.5], [0.166667], 2)"""
+    @staticmethod
+    def matrix_power(a: TensorLike, n: int) -> Tensor:
+        """a raised to the integer power n (each matrix of a stack [..., M, M]), as NumPy's
+        ``linalg.matrix_power``: by repeated squaring; n = 0 gives the identity (a constant:
+        no gradient), n < 0 powers of inv(a). Differentiable (a composite of products).
+
+        >>> import flowgrad as tf
+        >>> a = tf.tensor([[1.0, 1.0], [0.0, 1.0]])
+        >>> tf.linalg.matrix_power(a, 3).numpy().tolist()
+        [[1.0, 3.0], [0.0, 1.0]]
+        >>> tf.linalg.matrix_power(a, -2).numpy().round(5).tolist()
+        [[1.0, -2.0], [0.0, 1.0]]"""
+    @staticmethod
+    def norm(x: TensorLike, ord=None, axis=None, keepdims: bool = False, *, dim: Any | None = None) -> Tensor:
+        """Vector and matrix norms, as NumPy's ``linalg.norm`` (``tf.norm`` is TF.js's).
+
+        ``axis`` None: the 2-norm of x flattened when ``ord`` is None, else x must be 1-D (a
+        vector norm) or 2-D (a matrix norm). An int: vector norms along it; a pair (row, col):
+        matrix norms over those axes. Vector ``ord``: None/2, 1, inf (max |x|), -inf (min |x|),
+        0 (the count of non-zeros), any other p: sum(|x|^p)^(1/p). Matrix ``ord``: None/'fro',
+        'nuc' (sum of singular values), 2 / -2 (largest / smallest singular value), 1 / -1
+        (largest / smallest column sum of |x|), inf / -inf (the same of row sums).
+
+        Differentiable (ord 0 has gradient zero); at x = 0 the 2- and p-norms get the
+        subgradient 0. The singular-value norms use svdvals' gradient.
+
+        >>> import flowgrad as tf
+        >>> x = tf.tensor([[1.0, -2.0], [3.0, 4.0]], dtype="float64")
+        >>> round(tf.linalg.norm(x).item(), 6), round(tf.linalg.norm(x, "nuc").item(), 6)
+        (5.477226, 7.071068)
+        >>> tf.linalg.norm(x, 1, axis=1).print()
+        Tensor
+            [3, 7]"""
+    @staticmethod
+    def pinv(a: TensorLike, rcond: float | None = None, hermitian: bool = False, *, rtol: float | None = ...) -> Tensor:
+        """The Moore-Penrose pseudo-inverse of a matrix (or a batch), as NumPy's
+        ``linalg.pinv``: from the SVD, singular values <= ``rcond`` times the largest taken
+        as zero. ``rcond`` defaults to 1e-15 (NumPy's); ``rtol`` is its array-API spelling
+        (``rtol=None``: max(m, n) * eps of the dtype). ``hermitian=True`` reads the lower
+        triangle of a symmetric a.
+
+        Differentiable (the Golub-Pereyra formula): the pseudo-inverse is continuous only along
+        changes that keep the rank, so at a rank-deficient a the gradient is that of the
+        rank-preserving directions.
+
+        >>> import flowgrad as tf
+        >>> tf.linalg.pinv(tf.tensor([[1.0, 2.0]], dtype="float64")).print()
+        Tensor
+            [[0.2],
+             [0.4]]"""
     @staticmethod
     def qr(x: TensorLike, full_matrices: bool = False) -> tuple[Tensor, ...]:
         """The QR decomposition x = q·r of a matrix (or a batch: the last two axes), by
@@ -222,6 +366,116 @@ class _LinalgNamespace:
              [0 , -3.4]]
         >>> bool(tf.mat_mul(q, r).sub([[3, 1], [4, 7]]).abs().max() < 1e-12)
         True"""
+    @staticmethod
+    def slogdet(a: TensorLike) -> Tensor:
+        """The sign and the log of the absolute value of the determinant of a square matrix
+        (or of each in a stack [..., M, M]), as NumPy's ``linalg.slogdet``: a named pair
+        ``(sign, logabsdet)`` with det(a) = sign·exp(logabsdet), without det's overflow.
+
+        A singular a gives sign 0 and logabsdet -inf, as in NumPy. logabsdet is differentiable
+        (its gradient a⁻ᵀ is computed by a solve: an invertible a is needed); sign is piecewise
+        constant and has no gradient (zero).
+
+        >>> import flowgrad as tf
+        >>> sign, logabsdet = tf.linalg.slogdet([[1.0, 2.0], [3.0, 4.0]])
+        >>> sign.item(), round(logabsdet.item(), 5)
+        (-1.0, 0.69315)"""
+    @staticmethod
+    def solve(a: TensorLike, b: TensorLike) -> Tensor:
+        """The solution x of the linear system a·x = b, as NumPy 2's ``linalg.solve``.
+
+        ``a``: [..., M, M]; ``b``: a vector [M] or a stack of matrices [..., M, K] (b is a
+        vector only when it is 1-D); batch axes broadcast. Differentiable in a and b (the rule
+        solves with aᵀ: no inverse is formed). A singular a raises LinAlgError.
+
+        >>> import flowgrad as tf
+        >>> x = tf.linalg.solve([[3.0, 1.0], [1.0, 2.0]], [9.0, 8.0])
+        >>> x.numpy().round(5).tolist()
+        [2.0, 3.0]"""
+    @staticmethod
+    def svd(a: TensorLike, full_matrices: bool = True, compute_uv: bool = True, hermitian: bool = False) -> Tensor:
+        """The singular value decomposition a = U diag(S) Vh of a matrix (or a batch: the last
+        two axes), as NumPy's ``linalg.svd``: a result ``(U, S, Vh)``, S descending.
+
+        For a of shape [..., m, n] and k = min(m, n): U is [..., m, m] and Vh [..., n, n]
+        (``full_matrices=True``, NumPy's default) or [..., m, k] and [..., k, n]. With
+        ``compute_uv=False`` only S is returned (as ``svdvals``). ``hermitian=True`` takes a as
+        symmetric and reads its lower triangle, as NumPy does.
+
+        Gradients: through S always (U diag(dS) Vh); through U and Vh they grow as 1/(s_j - s_i).
+        Where the vectors are not unique (equal singular values, a zero one of a non-square a,
+        the last |m - n| columns of a full U or Vh) a function that does not depend on their
+        choice is still differentiated, one that does raises GradientError.
+
+        >>> import flowgrad as tf
+        >>> a = tf.tensor([[3.0, 0.0], [4.0, 5.0]], dtype="float64")
+        >>> u, s, vh = tf.linalg.svd(a)
+        >>> s.numpy().round(6).tolist()
+        [6.708204, 2.236068]
+        >>> bool(((u * s.expand_dims(0)) @ vh - a).abs().max() < 1e-12)
+        True"""
+    @staticmethod
+    def svdvals(x: TensorLike) -> Tensor:
+        """The singular values of a matrix (or a batch), descending: NumPy's
+        ``linalg.svdvals``. Differentiable everywhere (U diag(dS) Vh; a subgradient where
+        singular values are equal).
+
+        >>> import flowgrad as tf
+        >>> x = tf.tensor([[3.0, 0.0], [4.0, 5.0]], dtype="float64")
+        >>> tf.linalg.svdvals(x).numpy().round(6).tolist()
+        [6.708204, 2.236068]
+        >>> tf.grad(lambda x: tf.linalg.svdvals(x).sum())(tf.eye(2)).print()
+        Tensor
+            [[1, 0],
+             [0, 1]]"""
+    @staticmethod
+    def trace(x: TensorLike, offset: int = 0) -> Tensor:
+        """The sum of the diagonal of the last two axes (``offset`` > 0: a diagonal above the
+        main one, < 0: below), as NumPy's ``linalg.trace``: [..., M, N] gives [...].
+        Differentiable (the gradient is 1 on that diagonal).
+
+        >>> import flowgrad as tf
+        >>> tf.linalg.trace([[1.0, 2.0], [3.0, 4.0]]).item()
+        5.0
+        >>> tf.linalg.trace([[1.0, 2.0], [3.0, 4.0]], offset=1).item()
+        2.0"""
+    @staticmethod
+    def triangular_solve(a: TensorLike, b: TensorLike, lower: bool = True, adjoint: bool = False, unit_diagonal: bool = False) -> Tensor:
+        """The solution x of t·x = b for the triangular part t of ``a`` (TF's
+        ``linalg.triangular_solve``, SciPy's ``solve_triangular``).
+
+        ``lower=True`` reads a's lower triangle, ``lower=False`` its upper one (the other is
+        ignored, and gets no gradient); ``adjoint=True`` solves tᵀ·x = b;
+        ``unit_diagonal=True`` takes t's diagonal as ones (a's diagonal is not read). Shapes as
+        in ``solve``: b is [M] (a vector) or [..., M, K]; batch axes broadcast. Differentiable
+        in a and b, by triangular solves. A zero on t's diagonal raises LinAlgError.
+
+        >>> import flowgrad as tf
+        >>> l = tf.tensor([[2.0, 0.0], [1.0, 4.0]])
+        >>> tf.linalg.triangular_solve(l, [4.0, 10.0]).numpy().round(5).tolist()
+        [2.0, 2.0]
+        >>> tf.linalg.triangular_solve(l, [4.0, 8.0], adjoint=True).numpy().round(5).tolist()
+        [1.0, 2.0]"""
+    @staticmethod
+    def tril(x: TensorLike, k: int = 0) -> Tensor:
+        """x with the entries above its k-th diagonal set to 0, on the last two axes, as
+        NumPy's ``tril`` (k = 0: the main diagonal, k < 0 below it, k > 0 above it).
+
+        >>> import flowgrad as tf
+        >>> tf.linalg.tril([[1, 2], [3, 4]]).numpy().tolist()
+        [[1, 0], [3, 4]]
+        >>> tf.linalg.tril([[1, 2], [3, 4]], -1).numpy().tolist()
+        [[0, 0], [3, 0]]"""
+    @staticmethod
+    def triu(x: TensorLike, k: int = 0) -> Tensor:
+        """x with the entries below its k-th diagonal set to 0, on the last two axes, as
+        NumPy's ``triu`` (k = 0: the main diagonal, k < 0 below it, k > 0 above it).
+
+        >>> import flowgrad as tf
+        >>> tf.linalg.triu([[1, 2], [3, 4]]).numpy().tolist()
+        [[1, 2], [0, 4]]
+        >>> tf.linalg.triu([[1, 2], [3, 4]], 1).numpy().tolist()
+        [[0, 2], [0, 0]]"""
 
 
 class _LossesNamespace:
@@ -316,6 +570,26 @@ class _LossesNamespace:
         >>> tf.losses.softmax_cross_entropy(tf.tensor([[1, 0]]), tf.tensor([[0, 0]])).print()
         Tensor
             0.6931471824645996"""
+    @staticmethod
+    def sparse_softmax_cross_entropy(labels: TensorLike, logits: TensorLike, weights: TensorLike | None = None, reduction=...) -> Tensor:
+        """Cross entropy of softmax(logits) against integer class labels (TF Python's
+        ``tf.losses.sparse_softmax_cross_entropy``, PyTorch's ``cross_entropy`` with class
+        indices): -log_softmax(logits)[..., label], one loss per row, then weighted and reduced
+        as ``softmax_cross_entropy`` (the default reduction is the mean over rows with a
+        non-zero weight; see compute_weighted_loss).
+
+        ``labels`` has the logits' leading shape (a trailing axis of length 1 is accepted), each
+        entry a class index in [0, num_classes): int32, or whole numbers in a float tensor. A
+        label out of range raises an ArgumentError (inside tf.jit or tf.vmap, where the labels'
+        values cannot be read, its row's loss is NaN instead). The gradient flows to the logits:
+        softmax(logits) - one_hot(labels) per row (times dy), and on to every order; labels
+        have none.
+
+        >>> import flowgrad as tf
+        >>> logits = tf.tensor([[2.0, 0.0, 0.0], [0.0, 0.0, 0.0]])
+        >>> loss = tf.losses.sparse_softmax_cross_entropy(tf.tensor([0, 2], dtype="int32"), logits)
+        >>> round(loss.item(), 4)
+        0.6691"""
 
 
 def abs(x: TensorLike) -> Tensor:
@@ -804,9 +1078,12 @@ def einsum(equation, *tensors: TensorLike) -> Tensor:
     """Tensor contraction in Einstein notation, as NumPy's ``einsum``, and differentiable.
 
     Labels name axes; a label missing from the output is summed; a label repeated within
-    one operand takes its diagonal; ``...`` stands for the remaining (broadcast) axes.
-    Without ``->`` the output is ``...`` then the labels used once, sorted. Beyond TF.js
-    (whose einsum has no gradient, takes at most two operands and no ``...``).
+    one operand takes its diagonal; ``...`` stands for the remaining axes, which broadcast
+    across operands as in NumPy (right-aligned; a length-1 axis, named or not, stretches to
+    the length its label has elsewhere). Without ``->`` the output is ``...`` then the
+    labels used once, sorted. Unlike NumPy, '...' axes left out of an explicit output are
+    summed rather than refused. Beyond TF.js (whose einsum has no gradient, takes at most two
+    operands and no ``...``).
 
     >>> import flowgrad as tf
     >>> a = tf.tensor([[1, 2], [3, 4]])
@@ -816,7 +1093,9 @@ def einsum(equation, *tensors: TensorLike) -> Tensor:
          [15, 22]]
     >>> tf.einsum("ii", a).print()
     Tensor
-        5"""
+        5
+    >>> tf.einsum("...ij,...jk->...ik", tf.ones([5, 2, 3]), tf.ones([3, 4])).shape
+    (5, 2, 4)"""
 
 def elu(x: TensorLike) -> Tensor:
     """x if x > 0 else eˣ - 1. [conv] elu'(0) = 1.

@@ -4,6 +4,7 @@ Messages say what was wrong, with the values involved, and how to fix it. Where 
 message for the same case its words are kept, so a search for the TF.js text finds ours too.
 Each class also derives from the closest built-in exception, so ``except ValueError`` works.
 """
+import numpy as np
 
 
 class FlowgradError(Exception):
@@ -46,8 +47,15 @@ class KernelError(FlowgradError, ValueError):
     """A backend kernel failed on arguments that passed the op's checks (names the op)."""
 
 
+class LinAlgError(KernelError, np.linalg.LinAlgError):
+    """A matrix function met a singular matrix, or Cholesky one that is not positive
+    definite. Also a ``numpy.linalg.LinAlgError``, as NumPy raises in the same cases, so
+    ``except np.linalg.LinAlgError`` in code written for NumPy keeps working."""
+
+
 class JitError(FlowgradError, RuntimeError):
-    """A function cannot be traced by ``tf.jit`` (it reads values it computed, changes variables...)."""
+    """A function cannot be traced by ``tf.jit`` (it reads values it computed, changes
+    variables...)."""
 
 
 class MissingDependencyError(FlowgradError, ImportError):

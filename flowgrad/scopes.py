@@ -8,16 +8,14 @@ back to a noted level whatever an interrupt skipped.
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Callable, TypeVar, overload
+from typing import Any, Callable, Iterator, TypeVar, overload
 
 from . import engine as E
+from .camel_case import Result, camel_to_snake
 from .engine import ITEM_BYTES
 from .errors import ArgumentError
 from .buffer_pool import offer
 from .thread_state import LOCAL, memory_counts, park
-
-if TYPE_CHECKING:
-    from .camel_case import Result
 
 _R = TypeVar("_R")
 
@@ -278,8 +276,58 @@ def dispose(container: Any) -> None:
         t.dispose()
 
 
-def memory() -> Result:
-    """Live tensors, distinct data buffers and bytes (as TF.js's ``tf.memory()``).
+class MemoryInfo(Result):
+    """What ``tf.memory()`` returns: TF.js's object, read as attributes (``m.num_tensors``,
+    ``m.numTensors``) or as a read-only mapping of its fields, as ``dict`` is: ``m["key"]``,
+    ``keys``, ``values``, ``items``, ``get``, ``in``, ``len``, and iteration over the keys.
+
+    >>> import flowgrad as tf
+    >>> m = tf.memory()
+    >>> "num_tensors" in m, "numBytes" in m, m.get("num_bytes_in_gpu", 0)
+    (True, True, 0)
+    >>> dict(m.items())["num_tensors"] == m.num_tensors == m["numTensors"]
+    True
+    """
+
+    def _field(self, key):
+        """The field's own name for ``key`` (snake_case or TF.js's camelCase), or None."""
+        if not isinstance(key, str):
+            return None
+        if key in self._fields:
+            return key
+        snake = camel_to_snake(key)
+        return snake if snake in self._fields else None
+
+    def __getitem__(self, key: str) -> Any:
+        name = self._field(key)
+        if name is None:
+            raise KeyError(f"tf.memory() has no field {key!r} (it has "
+                           f"{', '.join(self._fields)})")
+        return getattr(self, name)
+
+    def __contains__(self, key: object) -> bool:
+        return self._field(key) is not None
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._fields)
+
+    def get(self, key: str, default: Any = None) -> Any:
+        """The field ``key``, or ``default`` when there is none (as ``dict.get``)."""
+        name = self._field(key)
+        return default if name is None else getattr(self, name)
+
+    def values(self) -> list[Any]:
+        """The fields' values, in the order of ``keys()``."""
+        return [getattr(self, k) for k in self._fields]
+
+    def items(self) -> list[tuple[str, Any]]:
+        """``(key, value)`` pairs, in the order of ``keys()``."""
+        return [(k, getattr(self, k)) for k in self._fields]
+
+
+def memory() -> MemoryInfo:
+    """Live tensors, distinct data buffers and bytes (as TF.js's ``tf.memory()``), read as
+    attributes or as a mapping (``keys``, ``values``, ``items``, ``get``, ``in``).
 
     Counts are exact: a tensor stops counting when it is disposed or garbage-collected.
 
@@ -287,15 +335,16 @@ def memory() -> Result:
     >>> m = tf.memory()
     >>> sorted(m.keys())
     ['num_bytes', 'num_data_buffers', 'num_tensors', 'reasons', 'unreliable']
+    >>> [k for k, v in m.items() if k.startswith("num_")] == [k for k in m if k[:4] == "num_"]
+    True
 
     On a GPU backend (TF.js: webgl) ``num_bytes_in_gpu`` adds the bytes the device's memory
     pool holds for live arrays; disposing a tensor returns its block to the pool at once.
     """
-    from .camel_case import Result
     extra = {}
     device = E.B.device_bytes()
     if device is not None:
         extra["num_bytes_in_gpu"] = device
     nt, nbuf, nb = memory_counts()
-    return Result(unreliable=False, reasons=[], num_tensors=nt,
+    return MemoryInfo(unreliable=False, reasons=[], num_tensors=nt,
                   num_data_buffers=nbuf, num_bytes=nb, **extra)

@@ -7,6 +7,7 @@ variables and their registry. TF.js camelCase method names resolve to the snake_
 """
 from __future__ import annotations
 
+import inspect
 import itertools
 import linecache
 import os
@@ -18,7 +19,7 @@ import numpy as np
 from . import dtypes
 from . import engine as E
 from . import interceptors
-from .arg_checks import flag
+from .arg_checks import flag, norm_axis
 from .errors import (ArgumentError, DisposedError, DtypeError, GradientError, ShapeError,
                      VariableError)
 from .camel_case import camel_attribute
@@ -246,6 +247,87 @@ class Tensor:
                                 "x.item() is its value")
         return iter(self.unstack())
 
+    # ------------------------------------------------------------- NumPy's ndarray habits
+    # (the ops they run are attached by flowgrad.ops, above this file: called, not imported)
+    @property
+    def ndim(self) -> int:
+        """Number of dimensions (NumPy's name for ``rank``)."""
+        return len(self.shape)
+
+    @property
+    def T(self) -> Tensor:
+        """All axes reversed, as NumPy's ``a.T`` (a vector or scalar is returned as is).
+
+        >>> import flowgrad as tf
+        >>> tf.zeros([2, 3, 4]).T.shape
+        (4, 3, 2)
+        """
+        return self.transpose()
+
+    @property
+    def mT(self) -> Tensor:
+        """The last two axes swapped (a batch of matrices transposed), as NumPy's ``a.mT``.
+
+        >>> import flowgrad as tf
+        >>> tf.zeros([5, 2, 3]).mT.shape
+        (5, 3, 2)
+        """
+        if len(self.shape) < 2:
+            raise ShapeError(f"x.mT transposes the last two axes, but x has shape "
+                             f"{self.shape} (rank {len(self.shape)}): use x.T, or x.reshape"
+                             f"([1, -1]).mT for a row vector.")
+        return self.swapaxes(-1, -2)
+
+    def swapaxes(self, axis1: int, axis2: int) -> Tensor:
+        """x with axes ``axis1`` and ``axis2`` interchanged (NumPy's ``a.swapaxes``).
+
+        >>> import flowgrad as tf
+        >>> tf.zeros([2, 3, 4]).swapaxes(0, -1).shape
+        (4, 3, 2)
+        """
+        a = norm_axis(axis1, len(self.shape), "swapaxes")
+        b = norm_axis(axis2, len(self.shape), "swapaxes")
+        perm = list(range(len(self.shape)))
+        perm[a], perm[b] = b, a
+        return self.transpose(perm)
+
+    def ravel(self) -> Tensor:
+        """x as a 1-D tensor, in row-major order (NumPy's ``a.ravel()``; ``flatten``).
+
+        >>> import flowgrad as tf
+        >>> tf.tensor([[1, 2], [3, 4]]).ravel().print()
+        Tensor
+            [1, 2, 3, 4]
+        """
+        return self.flatten()
+
+    def astype(self, dtype: Any) -> Tensor:
+        """x converted to ``dtype``, as ``cast``; a Python type means what it means to NumPy
+        (``float`` is float64, ``int`` int32: flowgrad has no int64).
+
+        >>> import flowgrad as tf
+        >>> tf.tensor([1.7, -2.5]).astype("int32").array_sync()
+        [1, -2]
+        >>> tf.tensor([1.0]).astype(float).dtype
+        'float64'
+        """
+        if dtype is float:
+            dtype = dtypes.float64
+        return self.cast(dtype)
+
+    def copy(self) -> Tensor:
+        """A new tensor with the same values (NumPy's ``a.copy()``; ``clone``)."""
+        return self.clone()
+
+    def tolist(self) -> Any:
+        """The values as nested Python lists (NumPy's ``a.tolist()``; ``array_sync``).
+
+        >>> import flowgrad as tf
+        >>> tf.tensor([[1, 2]], dtype="int32").tolist()
+        [[1, 2]]
+        """
+        return self.array_sync()
+
     # ------------------------------------------------------------- printing
     def to_string(self, verbose: bool = False) -> str:
         """The TF.js string of the tensor (``Tensor\\n    [1, 2, 3]``)."""
@@ -392,6 +474,29 @@ class Variable(Tensor):
 
     def _repr_name(self):
         return f" name={self.name!r}"
+
+
+def varargs_method(op, param: str):
+    """The Tensor method of ``op(x, param)`` that also takes ``param`` spread out, as
+    NumPy's ndarray methods do: ``x.reshape(2, 3)`` is ``x.reshape([2, 3])``, and
+    ``x.transpose(1, 0)`` is ``x.transpose([1, 0])``. One argument (or none, or a keyword)
+    is passed as it is, so TF.js's forms keep their meaning."""
+    def method(self, *args, **kwargs):
+        if len(args) > 1:
+            if param in kwargs:
+                raise ArgumentError(f"x.{op.__name__}(): {param} given both by position "
+                                    f"{args} and as a keyword; pass it once.")
+            args = (args,)
+        return op(self, *args, **kwargs)
+    method.__name__ = method.__qualname__ = op.__name__
+    method.__doc__ = op.__doc__
+    method.__wrapped__ = op
+    # what IDEs and the stubs show: both forms, x.reshape(2, 3) and x.reshape([2, 3])
+    P = inspect.Parameter
+    method.__signature__ = inspect.Signature(
+        [P("self", P.POSITIONAL_ONLY), P(param, P.VAR_POSITIONAL)], return_annotation="Tensor")
+    method.__annotations__ = {param: "int | Sequence[int]", "return": "Tensor"}
+    return method
 
 
 # ---------------------------------------------------------------- variable registry

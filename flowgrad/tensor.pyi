@@ -31,6 +31,13 @@ class Tensor:
     >>> print(x.square().add(x))
     Tensor
         [2, 6, 12]"""
+    @property
+    def T(self) -> Tensor:
+        """All axes reversed, as NumPy's ``a.T`` (a vector or scalar is returned as is).
+
+        >>> import flowgrad as tf
+        >>> tf.zeros([2, 3, 4]).T.shape
+        (4, 3, 2)"""
     def __abs__(self) -> Tensor:
         """|x|, elementwise. [conv] abs'(0) = -1, as TF.js.
 
@@ -102,12 +109,23 @@ class Tensor:
         ('1.23', '[1.2, 5.0]')"""
     def __ge__(self, other: TensorLike) -> Tensor: ...
     def __getitem__(self, key) -> Tensor:
-        """``x[1:, None, ..., 0]``: basic indexing with ints, slices, None and Ellipsis.
+        """``x[1:, None, ..., 0]``: NumPy's indexing, differentiable. Basic indexing (ints,
+        slices, None, Ellipsis) is a strided slice; int arrays (lists, NumPy arrays, int32
+        tensors) and bool masks index as NumPy's advanced indexing does (a gather; its gradient
+        adds up at repeated indices), mixed with basic entries, several arrays broadcasting.
 
         >>> import flowgrad as tf
-        >>> tf.tensor([[1, 2, 3], [4, 5, 6]])[1, ::2].print()
+        >>> x = tf.tensor([[1, 2, 3], [4, 5, 6]])
+        >>> x[1, ::2].print()
         Tensor
-            [4, 6]"""
+            [4, 6]
+        >>> x[:, [2, 0, 2]].print()
+        Tensor
+            [[3, 1, 3],
+             [6, 4, 6]]
+        >>> x[x > 2].print()
+        Tensor
+            [3, 4, 5, 6]"""
     def __gt__(self, other: TensorLike) -> Tensor: ...
     def __index__(self) -> int: ...
     def __init__(self, *args, **kwargs) -> None:
@@ -302,6 +320,15 @@ class Tensor:
         >>> tf.asinh(tf.tensor([0])).print()
         Tensor
             [0]"""
+    def astype(self, dtype: Any) -> Tensor:
+        """x converted to ``dtype``, as ``cast``; a Python type means what it means to NumPy
+        (``float`` is float64, ``int`` int32: flowgrad has no int64).
+
+        >>> import flowgrad as tf
+        >>> tf.tensor([1.7, -2.5]).astype("int32").array_sync()
+        [1, -2]
+        >>> tf.tensor([1.0]).astype(float).dtype
+        'float64'"""
     def atan(self) -> Tensor:
         """arctan x.
 
@@ -476,6 +503,8 @@ class Tensor:
         >>> tf.conv3d_transpose(tf.ones([1, 1, 1, 1, 2]), tf.ones([2, 2, 2, 3, 2]),
         ...                     [1, 2, 2, 2, 3], 1, "valid").shape
         (1, 2, 2, 2, 3)"""
+    def copy(self) -> Tensor:
+        """A new tensor with the same values (NumPy's ``a.copy()``; ``clone``)."""
     def cos(self) -> Tensor:
         """cos x.
 
@@ -845,6 +874,13 @@ class Tensor:
         >>> tf.logical_xor(tf.tensor([True, True]), tf.tensor([True, False])).print()
         Tensor
             [false, true]"""
+    @property
+    def mT(self) -> Tensor:
+        """The last two axes swapped (a batch of matrices transposed), as NumPy's ``a.mT``.
+
+        >>> import flowgrad as tf
+        >>> tf.zeros([5, 2, 3]).mT.shape
+        (5, 3, 2)"""
     def mat_mul(self, b: TensorLike, transpose_a: bool = False, transpose_b: bool = False) -> Tensor:
         """The matrix product a·b of rank >= 2 tensors; leading (batch) axes broadcast.
 
@@ -936,6 +972,9 @@ class Tensor:
         >>> tf.mul(tf.tensor([1, 2]), tf.tensor([3, 4])).print()
         Tensor
             [3, 8]"""
+    @property
+    def ndim(self) -> int:
+        """Number of dimensions (NumPy's name for ``rank``)."""
     def neg(self) -> Tensor:
         """-x, elementwise.
 
@@ -1045,6 +1084,13 @@ class Tensor:
     @property
     def rank(self) -> int:
         """Number of dimensions."""
+    def ravel(self) -> Tensor:
+        """x as a 1-D tensor, in row-major order (NumPy's ``a.ravel()``; ``flatten``).
+
+        >>> import flowgrad as tf
+        >>> tf.tensor([[1, 2], [3, 4]]).ravel().print()
+        Tensor
+            [1, 2, 3, 4]"""
     def reciprocal(self) -> Tensor:
         """1/x, elementwise.
 
@@ -1079,7 +1125,7 @@ class Tensor:
         >>> tf.relu6(tf.tensor([-1, 3, 8])).print()
         Tensor
             [0, 3, 6]"""
-    def reshape(self, shape) -> Tensor:
+    def reshape(self, *shape: int | Sequence[int]) -> Tensor:
         """x with a new shape of the same size; one entry may be -1 (inferred).
 
         >>> import flowgrad as tf
@@ -1295,6 +1341,12 @@ class Tensor:
         >>> tf.sum(tf.tensor([[1, 2], [3, 4]]), 1).print()
         Tensor
             [3, 7]"""
+    def swapaxes(self, axis1: int, axis2: int) -> Tensor:
+        """x with axes ``axis1`` and ``axis2`` interchanged (NumPy's ``a.swapaxes``).
+
+        >>> import flowgrad as tf
+        >>> tf.zeros([2, 3, 4]).swapaxes(0, -1).shape
+        (4, 3, 2)"""
     def tan(self) -> Tensor:
         """tan x.
 
@@ -1347,6 +1399,12 @@ class Tensor:
         [-1]"""
     def to_string(self, verbose: bool = False) -> str:
         """The TF.js string of the tensor (``Tensor\\n    [1, 2, 3]``)."""
+    def tolist(self) -> Any:
+        """The values as nested Python lists (NumPy's ``a.tolist()``; ``array_sync``).
+
+        >>> import flowgrad as tf
+        >>> tf.tensor([[1, 2]], dtype="int32").tolist()
+        [[1, 2]]"""
     def top_k(self, k=1, sorted: bool = True) -> _TopkResult:
         """The ``k`` largest entries along the last axis and their int32 indices, as
         ``(values, indices)`` (also ``r.values``, ``r["indices"]``). Ties: the lower index comes
@@ -1379,7 +1437,7 @@ class Tensor:
         Tensor
             [[1, 2],
              [0, 1]]"""
-    def transpose(self, perm=None) -> Tensor:
+    def transpose(self, *perm: int | Sequence[int]) -> Tensor:
         """x with its axes permuted (reversed when perm is None).
 
         >>> import flowgrad as tf
@@ -1489,6 +1547,12 @@ def to_array(values, dtype=None, where='tensor') -> Any:
 
     Python numbers become float32 (as JS numbers do in TF.js), Python bools bool; NumPy
     arrays keep their dtype (float64 stays float64, int64 becomes int32)."""
+
+def varargs_method(op, param: str) -> Any:
+    """The Tensor method of ``op(x, param)`` that also takes ``param`` spread out, as
+    NumPy's ndarray methods do: ``x.reshape(2, 3)`` is ``x.reshape([2, 3])``, and
+    ``x.transpose(1, 0)`` is ``x.transpose([1, 0])``. One argument (or none, or a keyword)
+    is passed as it is, so TF.js's forms keep their meaning."""
 
 def variable(initial_value: Any, trainable: bool = True, name: str | None = None, dtype: str | None = None) -> Variable:
     """A Variable holding ``initial_value`` (a Tensor or TensorLike).

@@ -34,6 +34,7 @@ def _i(values):
 X = _t((2, 3))
 V = _t((3,))
 M = _t((2, 2))
+SPD = tf.keep(tf.tensor([[2.0, 0.5], [0.5, 1.0]]))      # symmetric positive definite
 BOOL = tf.keep(tf.tensor([[True, False, True], [False, True, True]]))
 IMG = _t((1, 4, 4, 2))
 VOL = _t((1, 4, 4, 4, 2))
@@ -101,6 +102,11 @@ BASE = {
     "resize_bilinear": ([IMG, [3, 3]], {}), "resize_nearest_neighbor": ([IMG, [3, 3]], {}),
     "grayscale_to_rgb": ([_t((1, 2, 2, 1))], {}), "rgb_to_grayscale": ([_t((1, 2, 2, 3))], {}),
     "band_part": ([M, 1, 1], {}), "gram_schmidt": ([M], {}), "flip_left_right": ([IMG], {}),
+    "eigh": ([SPD], {}), "eigvalsh": ([SPD], {}), "cholesky": ([SPD], {}),
+    "det": ([SPD], {}), "inv": ([SPD], {}), "slogdet": ([SPD], {}),
+    "solve": ([SPD, V[:2]], {}), "triangular_solve": ([SPD, V[:2]], {}),
+    "matrix_power": ([SPD, 2], {}),
+    "sparse_softmax_cross_entropy": ([_i([0, 2]), X], {}),
     "logical_and": ([BOOL, BOOL], {}), "logical_or": ([BOOL, BOOL], {}),
     "logical_xor": ([BOOL, BOOL], {}), "logical_not": ([BOOL], {}),
 }
@@ -270,6 +276,9 @@ CASES = {
     "Tensor.as1d": call(X), "Tensor.as2d": call(X, 3, 2), "Tensor.as3d": call(X, 1, 3, 2),
     "Tensor.as4d": call(X, 1, 1, 3, 2), "Tensor.as5d": call(X, 1, 1, 1, 3, 2),
     "Tensor.as_type": call(X, "int32"), "Tensor.print": call(X),
+    "linalg.norm": call(X, "fro"),
+    "Tensor.astype": call(X, "int32"), "Tensor.swapaxes": call(X, 0, 1),
+    "Tensor.reshape": call(X, 3, 2), "Tensor.transpose": call(X, 1, 0),
     "Tensor.to_string": call(X), "Tensor.variable": call(V),
     "Tensor.where": call(X, BOOL, X), "Variable.assign": call(Fresh(_var), V),
     # ------------------------------------------------ tf.train: optimizers and their methods
@@ -457,8 +466,8 @@ def public_api():
             add(n, OPS[n])
     for ns in sorted(NAMESPACES):
         for n, f in sorted(NAMESPACES[ns].items()):
-            if n not in SKIP:
-                add(n, f)
+            if n not in SKIP:       # (tf.linalg.norm beside tf.norm: both, by their paths)
+                add(n if n not in out else f"{ns}.{n}", f)
     for prefix, mod in (("tf", tf), ("tf.train", tf.train), ("tf.debug", tf.debug)):
         for n in sorted(mod.__all__):
             o = getattr(mod, n)

@@ -115,8 +115,9 @@ def _tensorize(v):
     return v
 
 
-def test_every_mapped_function_has_a_case():
-    assert set(NI.FUNCTIONS) == set(CASES)
+def test_every_case_is_a_mapped_function():
+    # (tests/test_numpy_functions.py checks that every mapped function has a case)
+    assert set(CASES) <= set(NI.FUNCTIONS)
 
 
 @pytest.mark.parametrize("fn", list(CASES), ids=lambda f: f.__name__)
@@ -177,21 +178,21 @@ def test_out_and_where_are_refused_by_name():
 
 def test_unmapped_function_raises_inside_grad_naming_it_and_the_alternative():
     x = tf.tensor([3.0, 1.0, 2.0])
-    with pytest.raises(GradientError, match=r"np\.median\(\).*tf\.top_k"):
-        tf.grad(lambda t: np.median(t))(x)
-    with pytest.raises(GradientError, match=r"np\.sort\(\)"):
-        tf.grad(lambda t: tf.sum(np.sort(t)))(x)
+    with pytest.raises(GradientError, match=r"np\.average\(\).*tf\.sum\(x \* w\)"):
+        tf.grad(lambda t: np.average(t))(x)
+    with pytest.raises(GradientError, match=r"np\.cbrt\(\).*tf\.sign"):
+        tf.grad(lambda t: tf.sum(np.cbrt(t)))(x)
     with pytest.raises(GradientError, match=r"np\.add\.accumulate\(\)"):
         tf.grad(lambda t: tf.sum(np.add.accumulate(t)))(x)
-    with pytest.raises(GradientError, match=r"np\.median\(\)"):
-        tf.value_and_grad(lambda t: np.median(t))(x)
+    with pytest.raises(GradientError, match=r"np\.average\(\)"):
+        tf.value_and_grad(lambda t: np.average(t))(x)
 
 
 def test_unmapped_function_outside_grad_computes_on_values():
     x = tf.tensor([3.0, 1.0, 2.0])
-    m = np.median(x)
+    m = np.average(x)
     assert isinstance(m, np.floating) and m == 2.0
-    np.testing.assert_array_equal(np.sort(x), [1.0, 2.0, 3.0])
+    np.testing.assert_array_equal(np.argsort(x), [1, 2, 0])
     np.testing.assert_array_equal(np.add.accumulate(x), [3.0, 4.0, 6.0])
 
 

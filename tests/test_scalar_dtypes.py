@@ -31,6 +31,8 @@ def t(a):
 
 
 X, Y, V, IMG = t(XN), t(YN), t(VN), t(IMGN)
+AN = np.array([[2.0, 0.5], [0.25, 1.5]])      # well conditioned: solvers agree to ~1 ulp
+A = t(AN)
 IMG1 = t(IMGN[..., :1])
 EXACT = t(np.array([0.1, 0.2, 0.05]))       # holds 0.1 itself: comparisons see the rounding
 
@@ -277,6 +279,18 @@ CASES.update({
     ("losses.softmax_cross_entropy", "onehot_labels"): (
         lambda: tf.losses.softmax_cross_entropy(LS, Y),
         lambda: -(S * _log_softmax(YN)).sum(1).mean()),
+    ("losses.sparse_softmax_cross_entropy", "weights"): (
+        lambda: tf.losses.sparse_softmax_cross_entropy(tf.tensor([2, 0], dtype="int32"), Y,
+                                                       [S, S]),
+        lambda: (-_log_softmax(YN)[[0, 1], [2, 0]] * S).mean()),
+    # linear algebra: a right-hand side given as numbers meets a float64 matrix
+    ("linalg.solve", "b"): (lambda: tf.linalg.solve(A, [S, 2 * S]),
+                            lambda: np.linalg.solve(AN, [S, 2 * S])),
+    ("linalg.triangular_solve", "b"): (
+        lambda: tf.linalg.triangular_solve(A, [[S], [S]]),
+        lambda: np.linalg.solve(np.tril(AN), [[S], [S]])),
+    ("linalg.lstsq", "b"): (lambda: tf.linalg.lstsq(X.transpose(), [S, S, 3 * S]).x,
+                            lambda: np.linalg.lstsq(XN.T, [S, S, 3 * S], rcond=None)[0]),
 })
 
 
@@ -327,7 +341,9 @@ binary_output noise_shape equation num_rows num_columns batch_shape batch_dims n
 depth_radius transpose_a transpose_b indexing mode lstm_cells ord depth window_shape
 pooling_type dilation_rate side dim num_or_size_splits end begin_mask end_mask
 ellipsis_mask new_axis_mask shrink_axis_mask reps perm segment_ids num_segments condition
-num_lower num_upper full_matrices""".split())
+num_lower num_upper full_matrices upper UPLO compute_uv hermitian keepdims lower adjoint
+unit_diagonal offset n rcond rtol""".split())
+# (rcond, rtol: cutoffs against the largest singular value; they choose, never join, values)
 # ops whose numbers meet no float tensor: they are integer or bool ops, or take their dtype
 # from an argument that the cases above do not need (linspace: TF.js's float32)
 NO_FLOAT_TENSOR = {"bitwise_and", "logical_and", "logical_or", "logical_xor", "bincount",

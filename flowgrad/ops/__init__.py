@@ -3,9 +3,9 @@ operators, and gives the backprop sweep the ops it uses."""
 from .. import tape as _tape
 from ..tensor import Tensor
 from . import (_core, activations, binary, creation, indexing, linalg, logical,  # noqa: F401
-               nn, reduce, shape, unary)
+               nn, reduce, shape, subscript, unary)
 from . import conv, image, losses, pool, scan, spatial  # noqa: F401,E402
-from . import decompositions, matrices  # noqa: F401,E402
+from . import decompositions, least_squares, matrices  # noqa: F401,E402
 from ._core import COMPOSITES, NAMESPACES, OPS, PRIMITIVES, cast, export
 
 _O = OPS

@@ -1,11 +1,10 @@
 """Indexing: gather (with batch dims) and its adjoint (segment sums), gather_nd /
-scatter_nd / tensor_scatter_update, strided_slice and Python ``x[...]`` indexing.
+scatter_nd / tensor_scatter_update. Python's ``x[...]`` and strided_slice are in
+subscript.py.
 
-Each rule is the adjoint of its op (gather <-> scatter-add, gather_nd <-> scatter_nd,
-strided slice <-> its scatter into zeros), written with these same ops, so higher orders
-come for free.
+Each rule is the adjoint of its op (gather <-> scatter-add, gather_nd <-> scatter_nd),
+written with these same ops, so higher orders come for free.
 """
-import builtins
 import math
 
 import numpy as np
@@ -16,9 +15,7 @@ from .. import engine as E
 from ..arg_checks import check_alloc
 from ..errors import ArgumentError, DtypeError, ShapeError
 from ..tensor import Tensor, convert
-from ._core import as_int, as_ints, as_tensor, export, norm_axis, own_buffer, primitive
-
-_pyslice = builtins.slice
+from ._core import as_int, as_ints, as_tensor, export, norm_axis, primitive
 
 
 # ---------------------------------------------------------------- gather / segment sum
@@ -94,6 +91,13 @@ def gather_or_zero(x, indices, axis, batch_dims=0):
     if batch_dims:
         attrs["batch_dims"] = batch_dims
     return E.run_kernel(_gather_pad, (x, indices), attrs)
+
+
+def gather_in_range(x, indices, axis):
+    """The rows of ``x`` at int32 ``indices`` along ``axis``, all in range (the caller has
+    checked them): ``gather`` without its argument checks. For the family files, not a
+    public op."""
+    return E.run_kernel(_gather, (x, indices), {"axis": axis})
 
 
 @primitive("GatherOrZero", vmap=V.loop)
@@ -398,193 +402,3 @@ def tensor_scatter_update(tensor, indices, updates):
             indices = gather(indices.reshape([k, d]), keep)
             updates = gather(updates.reshape([k] + rest), keep)
     return E.run_kernel(_tensor_scatter_update_k, (tensor, indices, updates))
-
-
-# ---------------------------------------------------------------- Python indexing
-
-@primitive("StridedSlice", batched_vjp=True, vmap=V.strided_slice)
-def _strided_slice(B, x, key):
-    # (an int key on a vector gives a NumPy scalar: keep an array)
-    return own_buffer(B, B.asarray(x[key]), x)
-
-
-# The two rules below accept leading batch axes (vectorised jacobians): the key is
-# prefixed with full slices over them.
-def _batch_key(key, k):
-    return (_pyslice(None),) * k + tuple(key) if k else key
-
-
-@_strided_slice.def_vjp
-def _(dy, x, key):
-    out_rank = np.broadcast_to(np.zeros((), np.int8), x.shape)[key].ndim
-    k = dy.rank - out_rank
-    return E.run_kernel(_strided_slice_grad, (dy,), {"key": _batch_key(key, k),
-                                                       "shape": dy.shape[:k] + x.shape})
-
-
-@primitive("StridedSliceGrad", batched_vjp=True, vmap=V.strided_slice_grad)
-def _strided_slice_grad(B, dy, key, shape):
-    out = B.zeros(shape, dtype=dy.dtype)
-    # the standard's __setitem__ takes no None: drop the new axes, and dy's axes of size 1
-    # they made
-    if None in key:
-        key = tuple(k for k in key if k is not None)
-        dy = B.reshape(dy, out[key].shape)
-    out[key] = dy
-    return out
-
-
-@_strided_slice_grad.def_vjp
-def _(ddx, dy, key, shape):
-    return E.run_kernel(_strided_slice, (ddx,), {"key": _batch_key(key, ddx.rank - len(shape))})
-
-
-def _index_key(key, shape):
-    if not isinstance(key, tuple):
-        key = (key,)
-    out = []
-    dims = sum(1 for k in key if k is not None and k is not Ellipsis)
-    if dims > len(shape):
-        raise ShapeError(f"too many indices for a tensor of shape {shape}: {len(key)} given")
-    if sum(1 for k in key if k is Ellipsis) > 1:
-        raise ShapeError("an index can only have a single ellipsis ('...')")
-    axis = 0
-    for k in key:
-        if k is None or k is Ellipsis:
-            out.append(k)
-            if k is Ellipsis:
-                axis += len(shape) - dims
-            continue
-        if isinstance(k, Tensor):
-            k = k.item() if k.rank == 0 else k
-        if isinstance(k, builtins.slice):
-            for part in (k.start, k.stop, k.step):
-                if part is not None and (isinstance(part, bool)
-                                         or not isinstance(part, (int, np.integer))):
-                    raise ArgumentError(f"slice indices must be integers or None, got "
-                                        f"{part!r} in {k}")
-            if k.step == 0:
-                raise ArgumentError("slice step cannot be zero")
-            out.append(_clamp(k, shape[axis]))
-        elif isinstance(k, (int, np.integer)) and not isinstance(k, bool):
-            n = shape[axis]
-            if not -n <= k < n:
-                raise ShapeError(f"x[key]: index {k} is out of bounds for axis {axis} with "
-                                 f"size {n}")
-            out.append(int(k) % n)
-        else:
-            raise ArgumentError(f"Tensors are indexed with ints, slices, None and '...'; got "
-                                f"{type(k).__name__}. Use tf.gather() for index tensors.")
-        axis += 1
-    return _full_key(out)
-
-
-def _clamp(sl, n):
-    """The slice with its bounds within [0, n] (Python clamps; the standard does not take
-    bounds outside the axis): the same entries, in the same order."""
-    if (sl.start is None or -n <= sl.start <= n) and (sl.stop is None or -n <= sl.stop <= n):
-        return sl
-    start, stop, step = sl.indices(n)
-    if (stop - start) * step <= 0:
-        return _pyslice(0, 0, 1)
-    return _pyslice(start, stop if stop >= 0 else None, step)
-
-
-def _full_key(key):
-    """The key with a trailing '...' when it has none: the standard indexes with keys that
-    cover every axis."""
-    key = tuple(key)
-    return key if Ellipsis in key else key + (Ellipsis,)
-
-
-def _getitem(self, key):
-    """``x[1:, None, ..., 0]``: basic indexing with ints, slices, None and Ellipsis.
-
-    >>> import flowgrad as tf
-    >>> tf.tensor([[1, 2, 3], [4, 5, 6]])[1, ::2].print()
-    Tensor
-        [4, 6]
-    """
-    return E.run_kernel(_strided_slice, (self,), {"key": _index_key(key, self.shape)})
-
-
-Tensor.__getitem__ = _getitem
-
-
-def _bits(mask, what, fn):
-    return as_int(mask, what, fn, 0)
-
-
-@export
-def strided_slice(x, begin, end, strides=None, begin_mask=0, end_mask=0, ellipsis_mask=0,
-                  new_axis_mask=0, shrink_axis_mask=0):
-    """The slice ``x[begin[0]:end[0]:strides[0], ...]``, TF.js's strided slice. Bit i of a
-    mask applies to entry i: ``begin_mask``/``end_mask`` ignore begin[i]/end[i] (from the
-    start / to the end), ``ellipsis_mask`` makes entry i a ``...``, ``new_axis_mask`` a new
-    axis of size 1, ``shrink_axis_mask`` takes the single index begin[i] and drops the axis.
-    Differentiable (TF.js has no gradient for it).
-
-    >>> import flowgrad as tf
-    >>> x = tf.tensor([[1, 2, 3], [4, 5, 6]])
-    >>> tf.strided_slice(x, [0, 2], [2, 0], [1, -1]).print()
-    Tensor
-        [[3, 2],
-         [6, 5]]
-    >>> tf.strided_slice(x, [1, 0], [0, 3], [1, 2], shrink_axis_mask=1).print()
-    Tensor
-        [4, 6]
-    """
-    fn = "strided_slice"
-    x = as_tensor(x, fn)
-    begin = as_ints(begin, "begin", fn)
-    end = as_ints(end, "end", fn)
-    strides = (1,) * len(begin) if strides is None else as_ints(strides, "strides", fn)
-    if not len(begin) == len(end) == len(strides):
-        raise ArgumentError(f"{fn}(): begin, end and strides must have the same length, got "
-                            f"{len(begin)}, {len(end)} and {len(strides)}")
-    begin_mask, end_mask, ellipsis_mask, new_axis_mask, shrink_axis_mask = (
-        _bits(m, w, fn) for m, w in ((begin_mask, "begin_mask"), (end_mask, "end_mask"),
-                                     (ellipsis_mask, "ellipsis_mask"),
-                                     (new_axis_mask, "new_axis_mask"),
-                                     (shrink_axis_mask, "shrink_axis_mask")))
-    if ellipsis_mask & (ellipsis_mask - 1):
-        raise ArgumentError(f"{fn}(): Multiple ellipses in slice is not allowed. "
-                            f"(ellipsis_mask {ellipsis_mask} has more than one bit set)")
-    n = len(begin)
-    # entries that index an axis of x: all but the ellipsis and the new axes (TF.js gives
-    # the ellipsis precedence when both bits are set)
-    real = [i for i in range(n) if not (ellipsis_mask | new_axis_mask) >> i & 1]
-    if len(real) > x.rank:
-        raise ShapeError(f"{fn}(): Index out of range using input dim {x.rank}; input has only "
-                         f"{x.rank} dims: {len(real)} entries of begin index an axis of x "
-                         f"(shape {x.shape})")
-    key = []
-    axis = 0
-    for i in range(n):
-        bit = 1 << i
-        if ellipsis_mask & bit:
-            key.append(Ellipsis)
-            axis += x.rank - len(real)
-            continue
-        if new_axis_mask & bit:
-            key.append(None)
-            continue
-        s = strides[i]
-        if s == 0:
-            raise ArgumentError(f"{fn}(): strides[{i}] must be non-zero")
-        dim = x.shape[axis]
-        if shrink_axis_mask & bit:
-            if s < 0:
-                raise ArgumentError(f"{fn}(): only stride 1 allowed on non-range indexing. "
-                                    f"(entry {i} shrinks an axis with stride {s})")
-            b = begin[i] + dim if begin[i] < 0 else begin[i]
-            if not 0 <= b < dim:
-                raise ShapeError(f"{fn}(): slice index {begin[i]} of dimension {axis} out of "
-                                 f"bounds. (axis {axis} of x {x.shape} has {dim} entries)")
-            key.append(b)
-        else:
-            key.append(_clamp(_pyslice(None if begin_mask & bit else begin[i],
-                                       None if end_mask & bit else end[i], s), dim))
-        axis += 1
-    # NOTE: TF.js's begin/end clamping is Python's slice clamping, so a Python key is exact.
-    return E.run_kernel(_strided_slice, (x,), {"key": _full_key(key)})

@@ -4,14 +4,13 @@ gram_schmidt, both differentiable (TF.js's are not).
 """
 import string
 
-import numpy as np
-
 from .. import batching as V
 from .. import dtypes
 from .. import engine as E
-from ..errors import ArgumentError, GradientError, ShapeError
+from ..errors import ArgumentError, GradientError, LinAlgError, ShapeError
 from ._core import as_float, as_numeric, binary_args, cast, export, flag, met_float, primitive
-from .creation import eye, ones, tensor
+from .creation import eye, ones, zeros
+from .matrices import triangular_solve, tril
 from .reduce import norm
 from .shape import concat, reshape, stack, transpose, unstack
 
@@ -133,6 +132,10 @@ def _einsum_plan(equation, shapes):
     if not isinstance(equation, str):
         raise ArgumentError(f"einsum: equation must be a string like 'ij,jk->ik', got "
                             f"{type(equation).__name__}")
+    if "." in equation.replace("...", ""):
+        raise ArgumentError(f"einsum: the subscripts {equation!r} hold a '.' that is not part "
+                            f"of an ellipsis: write '...' (three dots, no spaces) for the "
+                            f"broadcast axes")
     eq = "".join(equation.split())
     if eq.count("->") > 1:
         raise ArgumentError(f'einsum: Equation must contain exactly one arrow ("->"), got '
@@ -162,11 +165,17 @@ def _einsum_plan(equation, shapes):
     terms = [t.replace("...", ell[nell - k:]) for t, k in zip(terms, ells)]
     sizes = {}
     for i, (t, s) in enumerate(zip(terms, shapes)):
+        mine = {}
         for c, n in zip(t, s):
+            if mine.setdefault(c, n) != n:
+                raise ShapeError(f"einsum: label '{c}' has size {mine[c]} in one operand and "
+                                 f"{n} in operand {i} (shape {list(s)}): a label repeated in "
+                                 f"an operand takes a diagonal, so its axes must have one "
+                                 f"length (equation {equation!r})")
             old = sizes.setdefault(c, n)
             if old == n:
                 continue
-            if c in ell and 1 in (old, n):        # '...' axes broadcast
+            if 1 in (old, n):       # a length-1 axis broadcasts across operands (NumPy's rule)
                 sizes[c] = max(old, n)
             elif c in ell:
                 raise ShapeError(f"einsum: the '...' axes of the operands do not broadcast "
@@ -174,7 +183,7 @@ def _einsum_plan(equation, shapes):
             else:
                 raise ShapeError(f"einsum: label '{c}' has size {old} in one operand and {n} "
                                  f"in operand {i} (shape {list(s)}): a label names one length "
-                                 f"(equation {equation!r})")
+                                 f"(equation {equation!r}) or 1, which broadcasts")
     if out is None:      # implicit output: '...' then the labels used once, sorted
         once = "".join(terms)
         out = ell + "".join(sorted(c for c in set(once) if once.count(c) == 1 and c not in ell))
@@ -233,12 +242,18 @@ def _(dy, *operands, equation, needs):
                 subs.append(c + d)
             else:
                 target += c
-        seen = "".join(subs)
+        # the length each label has among the other factors (1 where they broadcast it)
+        have = {}
+        for t, a in zip(subs, ops):
+            for c, n in zip(t, a.shape):
+                have[c] = max(have.get(c, 1), n)
         for c, n in zip(term, operands[k].shape):
-            if c not in seen:     # summed in operand k alone: dy broadcasts along it
+            if c not in have or have[c] < n:
+                # summed in operand k alone, or broadcast from length 1 by the others:
+                # dy spreads along it
                 ops.append(ones([n], dy.dtype))
                 subs.append(c)
-                seen += c
+                have[c] = n
         # straight to the kernel: the equation is canonical and its '...' labels may
         # broadcast (length 1 against n), which the public einsum allows only for '...'
         grads.append(E.run_kernel(_einsum, tuple(ops),
@@ -251,9 +266,12 @@ def einsum(equation, *tensors):
     """Tensor contraction in Einstein notation, as NumPy's ``einsum``, and differentiable.
 
     Labels name axes; a label missing from the output is summed; a label repeated within
-    one operand takes its diagonal; ``...`` stands for the remaining (broadcast) axes.
-    Without ``->`` the output is ``...`` then the labels used once, sorted. Beyond TF.js
-    (whose einsum has no gradient, takes at most two operands and no ``...``).
+    one operand takes its diagonal; ``...`` stands for the remaining axes, which broadcast
+    across operands as in NumPy (right-aligned; a length-1 axis, named or not, stretches to
+    the length its label has elsewhere). Without ``->`` the output is ``...`` then the
+    labels used once, sorted. Unlike NumPy, '...' axes left out of an explicit output are
+    summed rather than refused. Beyond TF.js (whose einsum has no gradient, takes at most two
+    operands and no ``...``).
 
     >>> import flowgrad as tf
     >>> a = tf.tensor([[1, 2], [3, 4]])
@@ -264,6 +282,8 @@ def einsum(equation, *tensors):
     >>> tf.einsum("ii", a).print()
     Tensor
         5
+    >>> tf.einsum("...ij,...jk->...ik", tf.ones([5, 2, 3]), tf.ones([3, 4])).shape
+    (5, 2, 4)
     """
     if not tensors:
         raise ArgumentError(f"einsum: no input tensors given for {equation!r}")
@@ -277,7 +297,7 @@ def einsum(equation, *tensors):
     return E.run_kernel(_einsum, ts, {"equation": eq})
 
 
-# ---------------------------------------------------------------- solve (for QR's rule)
+# ---------------------------------------------------------------- QR
 
 def _mT(x):
     """x with its last two axes swapped."""
@@ -286,33 +306,15 @@ def _mT(x):
     return transpose(x, perm)
 
 
-@primitive("MatrixSolve", save_y=True, vmap=V.leading)
-def _solve(B, a, b):
-    return B.linalg.solve(a, b)
-
-
-@_solve.def_vjp
-def _(dx, a, b, x, needs):
-    db = E.run_kernel(_solve, (_mT(a), dx))        # x = a⁻¹b: db = a⁻ᵀdx, da = -db·xᵀ
-    return (-mat_mul(db, x, False, True) if needs[0] else None), db
-
-
-def _solve_right_t(c, r):
-    """c·r⁻ᵀ (r square, invertible)."""
-    return _mT(E.run_kernel(_solve, (r, _mT(c))))
-
-
-# ---------------------------------------------------------------- QR
-
 @primitive("Qr", multi=True, save_y=True, vmap=V.leading)
 def _qr(B, x, full_matrices):
     # TF.js's signs (backends/ext_nn.py): each r[j, j] opposite to its Householder pivot
     return B.householder_qr(x, full_matrices)
 
 
-def _tril(x):
-    n = x.shape[-1]
-    return x * tensor(np.tril(np.ones((n, n))), dtype=x.dtype)
+def _solve_right_t(c, r):
+    """c·r⁻ᵀ for r upper triangular (invertible): (r⁻¹·cᵀ)ᵀ, a triangular solve."""
+    return _mT(triangular_solve(r, _mT(c), lower=False))
 
 
 def _qr_grad_tall(q, r, dq, dr):
@@ -322,8 +324,28 @@ def _qr_grad_tall(q, r, dq, dr):
     #   + (dq - q·qᵀdq)·r⁻ᵀ; the second term is the part of dq outside q's span.
     qdq = mat_mul(q, dq, True, False)
     rdr = mat_mul(r, dr, False, True)
-    low = _tril(qdq - _mT(qdq) + rdr - _mT(rdr))
+    low = tril(qdq - _mT(qdq) + rdr - _mT(rdr))
     return mat_mul(q, dr + _solve_right_t(low, r)) + _solve_right_t(dq - mat_mul(q, qdq), r)
+
+
+@primitive("QrCompleteColumns", batched_vjp=True, vmap=V.leading)
+def _q_head(B, dq, n):
+    """The first n columns of the gradient dq of a complete q (m x m, m > n), checked to
+    have nothing in the others: a kernel, so that the check also runs in tf.jit's replays
+    (and on every example of a tf.vmap) without reading a value into Python."""
+    m = dq.shape[-1]
+    if B.any(dq[..., :, n:] != 0):
+        raise GradientError(
+            f"qr(x, full_matrices=True) of a {m}x{n} matrix (m > n) is not differentiable "
+            f"with respect to q's last {m - n} columns: they are any orthonormal basis of "
+            f"the complement of x's columns, not a function of x. Use full_matrices=False "
+            f"(q of shape [{m}, {n}]), or use only q's first {n} columns.")
+    return B.asarray(dq[..., :, :n], copy=True)
+
+
+@_q_head.def_vjp
+def _(g, dq, n):
+    return concat([g, zeros(list(g.shape[:-1]) + [dq.shape[-1] - n], g.dtype)], -1)
 
 
 @_qr.def_vjp
@@ -332,21 +354,24 @@ def _(dys, x, q, r, full_matrices):
     m, n = x.shape[-2:]
     if full_matrices and m > n:
         # the last m - n columns of a full q are any orthonormal basis of the complement of
-        # x's columns: not a function of x. Only r and q's first n columns are.
-        if (dq[..., :, n:].abs().max().item() if dq.size else 0) != 0:
-            raise GradientError(
-                f"qr(x, full_matrices=True) of a {m}x{n} matrix (m > n) is not differentiable "
-                f"with respect to q's last {m - n} columns: they are any orthonormal basis of "
-                f"the complement of x's columns, not a function of x. Use full_matrices=False "
-                f"(q of shape [{m}, {n}]), or use only q's first {n} columns.")
-        q, dq, r, dr = q[..., :, :n], dq[..., :, :n], r[..., :n, :], dr[..., :n, :]
-    if m >= n:
-        return _qr_grad_tall(q, r, dq, dr)
-    # wide: x = [a | b] with a square; q, u = qr(a) and v = qᵀb (TF's QrGrad)
-    b, u = x[..., :, m:], r[..., :, :m]
-    du, dv = dr[..., :, :m], dr[..., :, m:]
-    da = _qr_grad_tall(q, u, dq + mat_mul(b, dv, False, True), du)
-    return concat([da, mat_mul(q, dv)], -1)
+        # x's columns: not a function of x. Only r and q's first n columns are (r's last
+        # m - n rows are zeros).
+        dq = E.run_kernel(_q_head, (dq,), {"n": n})
+        q, r, dr = q[..., :, :n], r[..., :n, :], dr[..., :n, :]
+    try:
+        if m >= n:
+            return _qr_grad_tall(q, r, dq, dr)
+        # wide: x = [a | b] with a square; q, u = qr(a) and v = qᵀb (TF's QrGrad)
+        b, u = x[..., :, m:], r[..., :, :m]
+        du, dv = dr[..., :, :m], dr[..., :, m:]
+        da = _qr_grad_tall(q, u, dq + mat_mul(b, dv, False, True), du)
+        return concat([da, mat_mul(q, dv)], -1)
+    except LinAlgError as e:
+        k = min(m, n)
+        raise GradientError(
+            f"qr(x) of a {m}x{n} matrix has no gradient here: x's first {k} columns are "
+            f"linearly dependent (r has a zero on its diagonal), where q is not unique. "
+            f"Keep them independent (e.g. add a small random perturbation).") from e
 
 
 @export(namespace="linalg")

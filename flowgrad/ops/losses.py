@@ -8,11 +8,16 @@ where TF.js's custom gradient gives (labels - softmax)·dy).
 """
 import enum
 
+import numpy as np
+
 from .. import dtypes
-from ..errors import ArgumentError, DisposedError, ShapeError
-from ._core import as_float, as_number, cast, export, met_float, norm_axis
+from ..batching import VmapError
+from ..errors import ArgumentError, DisposedError, DtypeError, JitError, ShapeError
+from ..tensor import Tensor
+from ._core import as_float, as_number, as_tensor, cast, export, met_float, norm_axis
 from .activations import relu, softplus
 from .binary import minimum, squared_difference
+from .creation import one_hot
 from .logical import not_equal, where
 from .nn import log_softmax
 from .shape import broadcast_to
@@ -261,6 +266,16 @@ def softmax_cross_entropy(onehot_labels, logits, weights=None, label_smoothing=0
         0.6931471824645996
     """
     fn = "softmax_cross_entropy"
+    shape = getattr(onehot_labels, "shape", np.shape(onehot_labels)) \
+        if isinstance(onehot_labels, (Tensor, np.ndarray, list, tuple)) else None
+    xshape = getattr(logits, "shape", None)
+    if shape is not None and xshape is not None and len(xshape) >= 1 and \
+            tuple(shape) == tuple(xshape[:-1]):
+        raise ShapeError(f"Error in softmaxCrossEntropy: Shapes {list(shape)} and "
+                         f"{list(xshape)} must match: onehot_labels holds one row of class "
+                         f"probabilities per example. For integer class labels (one per "
+                         f"example), use tf.losses.sparse_softmax_cross_entropy(labels, logits)"
+                         f", or tf.one_hot(labels, {xshape[-1]}).")
     y, x = _pair(onehot_labels, logits, fn, "softmaxCrossEntropy", ("onehot_labels", "logits"))
     if x.rank == 0:
         raise ShapeError(f"{fn}: logits must have a class axis (rank >= 1), got a scalar")
@@ -270,4 +285,90 @@ def softmax_cross_entropy(onehot_labels, logits, weights=None, label_smoothing=0
         # are the last axis (the softmax axis) at every rank
         y = y * (1 - s) + s / x.shape[-1]
     losses = -(y * log_softmax(x, -1)).sum(-1)
+    return _weighted(losses, weights, reduction, fn)
+
+
+def _class_labels(labels, lead, classes, fn):
+    """The labels as an int32 tensor of shape ``lead`` (a trailing axis of length 1 is
+    dropped, as Keras allows), each checked to be a class index in [0, classes); and None,
+    or, where the values cannot be read (labels traced by tf.jit or batched by tf.vmap),
+    the bool tensor of the labels that are class indices."""
+    y = as_tensor(labels, fn, "labels")
+    if y.dtype == dtypes.bool_ or y.dtype not in (dtypes.int32, *dtypes.FLOATS):
+        raise DtypeError(f"{fn}: labels must hold integer class indices (int32), got a "
+                         f"{y.dtype} tensor. For one-hot or soft labels use "
+                         f"tf.losses.softmax_cross_entropy.")
+    if y.shape == lead + (1,):
+        y = y.reshape(list(lead))
+    if y.shape != lead:
+        hint = (" (labels of the logits' shape are one-hot rows: use "
+                "tf.losses.softmax_cross_entropy)" if y.shape == lead + (classes,) else "")
+        raise ShapeError(f"{fn}: labels of shape {list(y.shape)} do not match logits of shape "
+                         f"{list(lead + (classes,))}: give one class index per row of logits, "
+                         f"labels of shape {list(lead)}{hint}")
+    try:
+        values = y.numpy()
+    except (JitError, VmapError):
+        # NOTE: values that differ per replay or per example are checked by ops instead: a
+        # row whose label is not a class index gets a NaN loss
+        ok = (y >= 0) & (y < classes)
+        if y.dtype != dtypes.int32:
+            ok = ok & (y == y.floor())
+            y = cast(y, dtypes.int32)
+        return y, ok
+    if y.dtype != dtypes.int32:
+        # (tf.tensor([0, 2]) is float32, as JS numbers are: whole numbers are accepted)
+        bad = values[values != np.floor(values)]
+        if bad.size:
+            raise DtypeError(f"{fn}: labels must be whole class indices, got "
+                             f"{float(bad.flat[0]):g}: give an int32 tensor "
+                             f"(tf.tensor(labels, dtype='int32')).")
+        y = cast(y, dtypes.int32)
+    if values.size:
+        lo, hi = values.min(), values.max()
+        if lo < 0 or hi >= classes:
+            v = lo if lo < 0 else hi
+            raise ArgumentError(f"{fn}: label {v:g} is out of range: logits of shape "
+                                f"{list(lead + (classes,))} have {classes} classes, so labels "
+                                f"must be in [0, {classes - 1}].")
+    return y, None
+
+
+@export(namespace="losses")
+def sparse_softmax_cross_entropy(labels, logits, weights=None, reduction=_DEFAULT):
+    """Cross entropy of softmax(logits) against integer class labels (TF Python's
+    ``tf.losses.sparse_softmax_cross_entropy``, PyTorch's ``cross_entropy`` with class
+    indices): -log_softmax(logits)[..., label], one loss per row, then weighted and reduced
+    as ``softmax_cross_entropy`` (the default reduction is the mean over rows with a
+    non-zero weight; see compute_weighted_loss).
+
+    ``labels`` has the logits' leading shape (a trailing axis of length 1 is accepted), each
+    entry a class index in [0, num_classes): int32, or whole numbers in a float tensor. A
+    label out of range raises an ArgumentError (inside tf.jit or tf.vmap, where the labels'
+    values cannot be read, its row's loss is NaN instead). The gradient flows to the logits:
+    softmax(logits) - one_hot(labels) per row (times dy), and on to every order; labels
+    have none.
+
+    >>> import flowgrad as tf
+    >>> logits = tf.tensor([[2.0, 0.0, 0.0], [0.0, 0.0, 0.0]])
+    >>> loss = tf.losses.sparse_softmax_cross_entropy(tf.tensor([0, 2], dtype="int32"), logits)
+    >>> round(loss.item(), 4)
+    0.6691
+    """
+    fn = "sparse_softmax_cross_entropy"
+    x = as_float(logits, fn, "logits")
+    if x.rank == 0:
+        raise ShapeError(f"{fn}: logits must have a class axis (rank >= 1), got a scalar")
+    lead, classes = x.shape[:-1], x.shape[-1]
+    if classes == 0:
+        raise ShapeError(f"{fn}: logits of shape {list(x.shape)} have no classes (the last "
+                         f"axis is the class axis)")
+    y, ok = _class_labels(labels, lead, classes, fn)
+    # NOTE: a where, not one_hot * log_softmax: a logit of -inf (a masked class) gives
+    # log_softmax -inf, and 0 * -inf would be NaN. It reads no index, so it runs as it is
+    # under tf.jit and tf.vmap.
+    pick = one_hot(y, classes, dtype=dtypes.bool_)
+    losses = -where(pick, log_softmax(x, -1), 0).sum(-1)
+    if ok is not None:
+        losses = where(ok, losses, float("nan"))
     return _weighted(losses, weights, reduction, fn)

@@ -13,7 +13,7 @@ from .. import batching as V
 from .. import dtypes
 from .. import engine as E
 from ..errors import ArgumentError, ShapeError
-from ..tensor import Tensor
+from ..tensor import Tensor, varargs_method
 from ..arg_checks import alive, as_number, check_alloc, norm_perm
 from ._core import (as_ints, as_tensor, export, met_float, norm_axes, norm_axis, own_buffer,
                     primitive)
@@ -225,6 +225,11 @@ def transpose(x, perm=None):
     if perm == tuple(range(r)):
         return alive(x, _transpose)
     return E.run_kernel(_transpose, (x,), {"perm": perm})
+
+
+# NumPy's spread-out forms of the methods: x.reshape(2, 3), x.transpose(1, 0)
+Tensor.reshape = varargs_method(reshape, "shape")
+Tensor.transpose = varargs_method(transpose, "perm")
 
 
 # ---------------------------------------------------------------- broadcast_to
