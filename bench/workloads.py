@@ -461,6 +461,9 @@ from .checkpoint import ckpt  # noqa: E402  (save/restore of 100 MB against np.s
 
 from .per_example import pex  # noqa: E402  (per-example gradients with tf.vmap)
 
-WORKLOADS.update({"W2": w2, "W3": w3, "W4a": w4a, "W5": w5, "ckpt": ckpt, "pex": pex})
+from .cockpit import cockpit  # noqa: E402  (the monitor's instruments against a plain step)
+
+WORKLOADS.update({"W2": w2, "W3": w3, "W4a": w4a, "W5": w5, "ckpt": ckpt, "pex": pex,
+                  "cockpit": cockpit})
 WORKLOADS = {k: WORKLOADS[k] for k in ("W1", "W2", "W3", "W4a", "W4b", "W5", "debug", "ckpt",
-                                       "pex")}
+                                       "pex", "cockpit")}

@@ -217,6 +217,19 @@ def _with_var(fn):
     return made(lambda own: fn(own(_var()), own))
 
 
+def _cockpit(own):
+    """A monitor with the economy instruments over two steps of a fresh variable."""
+    w = own(tf.variable(V, name=None))
+    opt = own(_opt())
+
+    def loss(x):
+        return (x * w).sum().square()
+    m = own(tf.debug.monitor(opt, instruments="economy", loss_fn=loss, inputs=(X,), every=1))
+    for _ in range(2):
+        opt.minimize(lambda: tf.vmap(loss)(X).mean())
+    return m
+
+
 def _monitor(own, steps=2):
     """A GradientMonitor with ``steps`` recorded steps of a fresh variable."""
     w = own(tf.variable(V, name=None))
@@ -370,6 +383,8 @@ CASES = {
     "Graph.to_dot": made(lambda own: ([tf.debug.graph(_sq, V)], {})),
     # matplotlib, files: slow
     "tf.debug.plot_loss": made(lambda own: ([_monitor(own)], {})).slow(),
+    "tf.debug.plot_cockpit": made(lambda own: ([_cockpit(own)], {})).slow(),
+    "GradientMonitor.plot_cockpit": made(lambda own: ([_cockpit(own)], {})).slow(),
     "tf.debug.plot_grad_norms": made(lambda own: ([_monitor(own)], {})).slow(),
     "tf.debug.plot_grad_flow": made(lambda own: ([_monitor(own)], {})).slow(),
     "tf.debug.plot_histograms": made(lambda own: ([_monitor(own)], {})).slow(),

@@ -10,8 +10,8 @@ from .graph import Graph, GraphNode, graph
 from .leaks import LeakReport, LeakSite, LeakTracker, track_leaks
 from .profile import KernelInfo, ProfileInfo, profile, time
 from .monitor import Flag, GradientMonitor, History, monitor
-from .plots import (plot_example_norms, plot_grad_flow, plot_grad_norms, plot_histograms,
-                    plot_loss)
+from .plots import (plot_cockpit, plot_example_norms, plot_grad_flow, plot_grad_norms,
+                    plot_histograms, plot_loss)
 from .report import report
 from . import numerics
 from .numerics import (Finding, NumericsError, NumericsWarning, check_numerics,
@@ -31,7 +31,7 @@ __all__ += ["Graph", "GraphNode", "GraphvizError", "KernelInfo", "LeakReport", "
             "LeakTracker", "ProfileInfo", "graph", "profile", "time", "track_leaks"]
 __all__ += ["Flag", "GradientMonitor", "History", "MissingDependencyError", "monitor",
             "plot_grad_flow", "plot_grad_norms", "plot_histograms", "plot_loss", "report"]
-__all__ += ["per_example_grad_norms", "plot_example_norms", "worst_examples"]
+__all__ += ["per_example_grad_norms", "plot_cockpit", "plot_example_norms", "worst_examples"]
 
 from .diagnose import CAUSES, Diagnosis, TrainingFinding, diagnose  # noqa: E402
 __all__ += ["CAUSES", "Diagnosis", "TrainingFinding", "diagnose"]

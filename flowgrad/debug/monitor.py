@@ -16,12 +16,13 @@ import numpy as np
 
 from .. import engine as E
 from ..arg_checks import as_int, describe, flag
-from ..errors import ArgumentError
 from ..camel_case import Result, camel_to_snake
+from ..errors import ArgumentError
 from ..tensor import Tensor, Variable, registered_variables
-from .extras import hist_edges as _edges, require  # noqa: F401 (require: older imports)
+from .extras import hist_edges as _edges
+from .extras import require  # noqa: F401 (older imports)
 from .health import KINDS, Criteria, Flag, Judge  # noqa: F401 (Flag: tf.debug.Flag)
-from .history import METRICS, History  # noqa: F401 (METRICS: older imports)
+from .history import METRICS, History
 
 
 class GradientMonitor:
@@ -58,6 +59,16 @@ class GradientMonitor:
     ``bins`` (0 for none) is the size of the gradient histograms; they are kept for every
     ``hist_every``-th step and the last one (set it above 1, or bins=0, for long runs).
 
+    Instruments (Cockpit's; the table, α and the default schedule are in
+    ``flowgrad/debug/instruments.py``): ``instruments`` is ``"economy"``, ``"business"``,
+    ``"full"`` or a list of names; ``loss_fn(*example)`` is one example's loss and ``inputs``
+    the batch (a tuple of batched tensors, or a function returning the current step's, as
+    ``watch_examples``' ``batch``); ``every`` picks the steps (an int n: every n-th; a
+    function step -> bool; None: dense early, sparser later); ``var_list`` defaults to the
+    variables each step updates. The numbers go to ``history.instruments`` (and per variable
+    ``history[name]["distance"]`` ...), ``to_tensorboard``, ``plot_cockpit`` and
+    ``tf.debug.report``. They never change a variable or the optimizer's state.
+
     >>> import flowgrad as tf
     >>> w = tf.variable(tf.tensor([3.0, -4.0]), name="w_mon_doc")
     >>> opt = tf.train.sgd(0.1)
@@ -76,7 +87,8 @@ class GradientMonitor:
     def __init__(self, vanish_threshold=None, explode_threshold=None, vanish_ratio=None,
                  explode_ratio=None, baseline_steps=5, patience=10, track_updates=True,
                  bins=30, hist_every=1, depth_ratio=1e-4, loss_fraction=0.1,
-                 update_limit=2.0, growth_limit=1e3, explode_patience=2):
+                 update_limit=2.0, growth_limit=1e3, explode_patience=2, *,
+                 instruments=None, loss_fn=None, inputs=None, every=None, var_list=None):
         for name, v in (("vanish_threshold", vanish_threshold),
                         ("explode_threshold", explode_threshold),
                         ("vanish_ratio", vanish_ratio), ("explode_ratio", explode_ratio),
@@ -113,6 +125,15 @@ class GradientMonitor:
         self._examples = None     # (loss_fn, batch_fn, var_list, every, on_flag, top_k)
         self._pending = None      # (row index, {name: (variable, weights before)})
         self._live = []           # open TensorBoard writers (to_tensorboard(live=True))
+        self._instruments = None  # Cockpit's instruments (flowgrad/debug/instruments.py)
+        if instruments is not None:
+            from .instruments import Instruments
+            self._instruments = Instruments(instruments, loss_fn, inputs, every, var_list,
+                                            "GradientMonitor(instruments=...)")
+        elif any(v is not None for v in (loss_fn, inputs, every, var_list)):
+            raise ArgumentError("GradientMonitor: loss_fn=, inputs=, every= and var_list= "
+                                "configure the instruments: pass instruments='economy' (or "
+                                "'business', 'full', a list of names) too")
 
     # ------------------------------------------------------------- feeding
     def record(self, grads, loss=None, variables=None, step=None):
@@ -273,6 +294,11 @@ class GradientMonitor:
         return len(self._steps)
 
     @property
+    def instruments(self):
+        """The names of the instruments this monitor runs (a tuple; empty without)."""
+        return () if self._instruments is None else self._instruments.names
+
+    @property
     def last_loss(self):
         """The loss of the last recorded step (NaN when none was given)."""
         return self._loss[-1] if self._loss else math.nan
@@ -293,7 +319,14 @@ class GradientMonitor:
                 for i, k in enumerate(METRICS):
                     per[n][k].append(math.nan if vals is None else vals[i])
         gn = [self._global_norm(i) for i in range(len(self._rows))]
-        return History(self._steps, self._loss, gn, per)
+        ins = self._instruments
+        if ins is None:
+            return History(self._steps, self._loss, gn, per)
+        n = len(self._steps)
+        for name, cols in ins.variable_columns(names, n).items():
+            per[name].update(cols)
+        return History(self._steps, self._loss, gn, per, instruments=ins.columns(n),
+                       histograms=dict(ins.histograms))
 
     @property
     def flags(self):
@@ -433,13 +466,20 @@ class GradientMonitor:
         from .plots import plot_example_norms
         return plot_example_norms(self, path=path, step=step)
 
+    def plot_cockpit(self, path=None):
+        """The instruments' panels: loss, α, the gradient tests, curvature, distance and
+        update size, noise, the examples' gradient histogram (``tf.debug.plot_cockpit``)."""
+        from .plots import plot_cockpit
+        return plot_cockpit(self, path=path)
+
     # ------------------------------------------------------------- TensorBoard
     def to_tensorboard(self, logdir, live=False):
         """Write the history to TensorBoard event files in ``logdir`` (tensorboardX, extra
         ``flowgrad[tensorboard]``): scalars ``loss``, ``grad_norm/global``,
         ``grad_norm/<variable>``, ``update_ratio/<variable>`` and histograms
-        ``grads/<variable>``. With ``live=True`` later steps are written as they come, until
-        ``close()``. Returns the logdir. Under ``tf.distributed`` only rank 0 writes.
+        ``grads/<variable>``; with instruments, ``cockpit/<instrument>``,
+        ``cockpit/<instrument>/<variable>`` and the histogram ``cockpit/grad_hist``. With
+        ``live=True`` later steps are written as they come, until ``close()``. Returns the logdir. Under ``tf.distributed`` only rank 0 writes.
 
         >>> import flowgrad as tf, tempfile
         >>> m = tf.debug.GradientMonitor().record({"w": tf.tensor([3.0, 4.0])}, loss=1.5)
@@ -488,6 +528,9 @@ class GradientMonitor:
                 del self._hists[i - 1]          # only every hist_every-th step and the last
         if snaps:
             self._pending = (len(self._steps) - 1, snaps)
+        if self._instruments is not None:
+            self._instruments.start(len(self._steps) - 1, int(step),
+                                    [var for _, var, g in pairs if g is not None])
         self._judge_step(int(step))
         if self._examples is not None:
             self._maybe_examples(int(step))
@@ -525,6 +568,13 @@ class GradientMonitor:
         return vals, hist
 
     def _finish_update(self):
+        if self._instruments is not None and self._instruments.pending is not None:
+            i = self._instruments.pending[0]
+            self._instruments.end()
+            if self._live and self._pending is None:
+                from .tensorboard import write_step
+                for w in self._live:
+                    write_step(self, w, i, ratios_only=True)
         if self._pending is None:
             return
         i, snaps = self._pending
@@ -570,6 +620,21 @@ def monitor(optimizer, **options):
     >>> m = tf.debug.monitor(opt, explode_threshold=100)
     >>> opt.monitor is m
     True
+
+    With Cockpit's instruments (``instruments="economy"``, ``"business"``, ``"full"`` or a
+    list; see ``GradientMonitor``): a least-squares fit, where one SGD step of 0.5 on the
+    curvature 2·mean(x²) = 2 lands on the minimum (α = 0), one of 0.25 half-way (α = -0.5):
+
+    >>> w = tf.variable(tf.tensor([0.0]), name="w_mon_cockpit_doc")
+    >>> x, y = tf.tensor([[1.0], [1.0], [1.0]]), tf.tensor([2.0, 2.0, 2.0])
+    >>> loss = lambda xi, yi: ((xi * w).sum() - yi).square()
+    >>> opt = tf.train.sgd(0.5)
+    >>> m = tf.debug.monitor(opt, instruments="economy", loss_fn=loss, inputs=(x, y), every=1)
+    >>> opt.minimize(lambda: tf.vmap(loss)(x, y).mean())
+    >>> alpha, size = m.history.instruments["alpha"], m.history.instruments["update_size"]
+    >>> float(alpha[0].round(6)), float(size[0].round(6))
+    (0.0, 2.0)
+    >>> w.dispose(); opt.dispose()
     """
     return GradientMonitor(**options).attach(optimizer)
 

@@ -4,9 +4,9 @@ Each function returns a ``matplotlib.figure.Figure`` built without pyplot (no wi
 global state: safe on servers and in threads; Jupyter displays it), and saves it when given
 ``path=`` as PNG, SVG or PDF by the suffix. The same plots are methods of the monitor
 (``m.plot_loss()``, ``m.plot_grad_norms()``, ``m.plot_grad_flow()``, ``m.plot_histograms()``,
-``m.plot_example_norms()``); every one takes ``path`` first. matplotlib is imported only when
-a plot is made; its math text is off (a variable named ``$x$`` is drawn as typed), and a
-missing output folder is created.
+``m.plot_example_norms()``, ``m.plot_cockpit()``); every one takes ``path`` first.
+matplotlib is imported only when a plot is made; its math text is off (a variable named
+``$x$`` is drawn as typed), and a missing output folder is created.
 """
 import functools
 import math
@@ -15,8 +15,8 @@ from pathlib import Path
 
 import numpy as np
 
-from ..distributed.runtime import is_root
 from ..arg_checks import as_int, check_count, describe, flag
+from ..distributed.runtime import is_root
 from ..errors import ArgumentError
 from .extras import output_path, require
 
@@ -241,6 +241,92 @@ def plot_example_norms(monitor, path=None, step=None, bins=30):
                                                  else ""))
     ax.set_ylabel("examples")
     ax.set_title(f"Per-example gradient norms at step {step}")
+    return _save(fig, path)
+
+
+@_plain_text
+def plot_cockpit(monitor, path=None):
+    """The cockpit of a monitor with instruments (``tf.debug.monitor(opt,
+    instruments=...)``): one panel each for the loss, the step quality α (with its -1, 0
+    and 1 lines), the three gradient tests (1 is the threshold), the curvature (λ_max and
+    the trace), the distance from the start and the update size, the noise (GSNR and
+    B_simple), and the last measured histogram of the examples' gradient entries. A panel
+    whose instruments were not measured says so.
+
+    >>> import flowgrad as tf
+    >>> w = tf.variable(tf.tensor([2.0]), name="w_cockpit_plot_doc")
+    >>> x = tf.tensor([[1.0], [2.0]])
+    >>> opt = tf.train.sgd(0.1)
+    >>> m = tf.debug.monitor(opt, instruments=["alpha", "distance"],
+    ...                      loss_fn=lambda xi: (xi * w).sum().square(), inputs=(x,))
+    >>> for _ in range(3):
+    ...     opt.minimize(lambda: (x * w).sum(1).square().mean())
+    >>> fig = tf.debug.plot_cockpit(m)
+    >>> [ax.get_title() for ax in fig.axes][:3]
+    ['Loss', 'Step quality alpha', 'Gradient tests']
+    >>> w.dispose(); opt.dispose()
+    """
+    h = _history(monitor, "plot_cockpit", path)
+    if not h.instruments:
+        raise ArgumentError("plot_cockpit(): this monitor has no instruments: create it with "
+                            "tf.debug.monitor(opt, instruments='economy', loss_fn=..., "
+                            "inputs=...)")
+    ins, steps = h.instruments, h.steps
+    fig = _figure((12, 10), axes=False)
+    axes = fig.subplots(4, 2).ravel()
+
+    def panel(ax, title, series, ylabel, log=False, lines=()):
+        drawn = False
+        for i, (label, y) in enumerate(series):
+            if y is None:
+                continue
+            ok = np.isfinite(y) & ((y > 0) if log else True)
+            if ok.any():
+                line, = ax.plot(steps[ok], y[ok], ".-", color=f"C{i}", lw=1, ms=4,
+                                label=label)
+                line.set_gid(_gid("cockpit", label))
+                drawn = True
+        for y0 in lines:
+            ax.axhline(y0, color="0.5", ls=":", lw=1)
+        if drawn:
+            if log:
+                ax.set_yscale("log")
+            ax.legend(fontsize=8, loc="best")
+        else:
+            _empty(ax, "not measured")
+        ax.set_title(title)
+        ax.set_ylabel(ylabel)
+        ax.set_xlabel("step")
+        ax.grid(True, alpha=0.3)
+
+    loss = ins.get("loss")
+    panel(axes[0], "Loss", [("batch loss", loss if loss is not None else h.loss)], "loss")
+    panel(axes[1], "Step quality alpha", [("alpha", ins.get("alpha"))], "alpha",
+          lines=(-1, 0, 1))
+    panel(axes[2], "Gradient tests", [(k, ins.get(k)) for k in
+                                      ("norm_test", "inner_test", "ortho_test")],
+          "smallest passing theta / nu", log=True, lines=(1,))
+    panel(axes[3], "Curvature", [("lambda_max", ins.get("lambda_max")),
+                                 ("trace", ins.get("trace"))], "Hessian", log=True)
+    panel(axes[4], "Distance from the start", [("distance", ins.get("distance"))], "L2")
+    panel(axes[5], "Update size", [("update_size", ins.get("update_size"))], "L2", log=True)
+    panel(axes[6], "Gradient noise", [("gsnr", ins.get("gsnr")),
+                                      ("b_simple", ins.get("b_simple"))], "", log=True)
+    ax = axes[7]
+    if h.histograms:
+        last = max(h.histograms)
+        edges, counts = h.histograms[last]
+        patch = ax.stairs(counts.astype(float), edges, fill=True, color="C0", alpha=0.8)
+        patch.set_gid("cockpit-grad-hist")
+        pos = counts[counts > 0]
+        if pos.size and counts.max() > 100 * pos.min():
+            ax.set_yscale("log")
+        ax.set_title(f"Examples' gradient entries (step {last})")
+        ax.set_xlabel("gradient entry")
+    else:
+        _empty(ax, "not measured")
+        ax.set_title("Examples' gradient entries")
+    fig.suptitle("Cockpit")
     return _save(fig, path)
 
 

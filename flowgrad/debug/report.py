@@ -3,9 +3,11 @@
 The page holds the monitor's flags (vanishing, exploding, non-finite, with the step each
 started) and the criteria behind them, its summary table, the per-example gradient norms it
 recorded (a histogram and the worst indices), the plots as inline SVG (loss, gradient
-norms, gradient flow, the last step's histograms) and ``check_grads`` reports. It loads nothing from anywhere: no
-scripts, no fonts, no external URLs; it can be mailed or attached to a CI run. Without
-matplotlib (``pip install 'flowgrad[viz]'``) the page is written without its plots and says so.
+norms, gradient flow, the last step's histograms), the cockpit of its instruments (a table
+and the cockpit figure), ``check_grads`` reports and a ``tf.debug.diagnose`` result (its
+findings and measurements). It loads nothing from anywhere: no scripts, no fonts, no
+external URLs; it can be mailed or attached to a CI run. Without matplotlib (``pip install
+'flowgrad[viz]'``) the page is written without its plots and says so.
 """
 import io
 import re
@@ -15,10 +17,16 @@ import numpy as np
 
 from ..distributed.runtime import is_root
 from ..errors import ArgumentError, MissingDependencyError
+from .diagnose import Diagnosis
+from .extras import check_path, output_path
+from .extras import count as _count
+from .extras import e as _e
+from .extras import is_nan as _nan
+from .extras import num as _num
 from .gradcheck import GradCheckError, GradCheckReport
-from .extras import check_path, count as _count, e as _e, is_nan as _nan, num as _num
-from .extras import output_path
 from .monitor import GradientMonitor
+
+COCKPIT_ROWS = 20      # measured steps in the cockpit table
 
 _CSS = """
 body{font-family:system-ui,-apple-system,'Segoe UI',sans-serif;margin:2em auto;max-width:1100px;
@@ -40,10 +48,14 @@ figure svg{max-width:100%;height:auto} figcaption{color:#666;font-size:.85em}
 """
 
 
-def report(monitor=None, path="report.html", checks=None, title="flowgrad gradient report"):
-    """Write the HTML report of ``monitor`` (a GradientMonitor, or None) and ``checks``
+def report(monitor=None, path="report.html", checks=None, title="flowgrad gradient report",
+           diagnosis=None):
+    """Write the HTML report of ``monitor`` (a GradientMonitor, or None), ``checks``
     (``check_grads`` results: a GradCheckReport or GradCheckError, a list of them, or a dict
-    name -> report) to ``path``. Returns the path (a ``pathlib.Path``). Under
+    name -> report) and ``diagnosis`` (a ``tf.debug.diagnose`` result: its findings with
+    their evidence and advice, and every measurement) to ``path``. A monitor with
+    instruments gets a cockpit section (the last measured values, a table of the measured
+    steps and the cockpit figure). Returns the path (a ``pathlib.Path``). Under
     ``tf.distributed`` only rank 0 writes; other ranks return the path and write nothing.
 
     >>> import flowgrad as tf, tempfile, os
@@ -62,10 +74,16 @@ def report(monitor=None, path="report.html", checks=None, title="flowgrad gradie
         raise ArgumentError(f"report(title=...): title must be a string, got "
                             f"{type(title).__name__}")
     named = _checks(checks)
-    if monitor is None and not named:
+    if diagnosis is not None and not isinstance(diagnosis, Diagnosis):
+        raise ArgumentError(f"report(diagnosis=...): diagnosis must be what "
+                            f"tf.debug.diagnose(...) returns (a Diagnosis), got "
+                            f"{type(diagnosis).__name__}")
+    if monitor is None and not named and diagnosis is None:
         raise ArgumentError("report(): give a GradientMonitor, check_grads reports (checks=), "
-                            "or both")
+                            "a Diagnosis (diagnosis=), or several")
     parts = [f"<h1>{_e(title)}</h1>"]
+    if diagnosis is not None:
+        parts += diagnosis_parts(diagnosis)
     if monitor is not None:
         parts += _monitor_parts(monitor)
     if named:
@@ -108,6 +126,8 @@ def _monitor_parts(m):
                  f"</details>")
     if m.per_example:
         parts += _examples_parts(m)
+    if m.history.instruments:
+        parts += cockpit_parts(m)
     parts.append("<h2>Plots</h2>")
     parts.append('<div class="plots">' + "".join(_plots(m)) + "</div>")
     return parts
@@ -117,9 +137,9 @@ def _examples_parts(m):
     """Per-example gradient norms: the worst indices per recorded step, and the latest
     step's histogram."""
     parts = ["<h2>Per-example gradient norms</h2>",
-             '<table class="examples"><thead><tr><th>step</th><th>examples</th>'
-             '<th>median norm</th><th>max norm</th><th>non-finite</th>'
-             '<th>worst examples (norm)</th></tr></thead><tbody>']
+             ('<table class="examples"><thead><tr><th>step</th><th>examples</th>'
+              '<th>median norm</th><th>max norm</th><th>non-finite</th>'
+              '<th>worst examples (norm)</th></tr></thead><tbody>')]
     for step in sorted(m.per_example):
         r = m.per_example[step]
         finite = r.norms[np.isfinite(r.norms)]
@@ -132,6 +152,57 @@ def _examples_parts(m):
     parts.append("</tbody></table>")
     parts += _svg_figures([(f"Per-example gradient norms (step {max(m.per_example)})",
                             lambda: m.plot_example_norms())], "e")
+    return parts
+
+
+def cockpit_parts(m):
+    """The cockpit section: the last measured value of each instrument, a table of the
+    measured steps (the last ``COCKPIT_ROWS``) and the cockpit figure."""
+    h = m.history
+    ins = h.instruments
+    names = list(ins)
+    idx = np.flatnonzero(np.isin(h.steps, h.instrument_steps))
+    parts = ["<h2>Cockpit</h2>",
+             (f'<p class="meta">Instruments {_e(", ".join(m.instruments))}; measured at '
+              f'{idx.size} of {len(h.steps)} steps. alpha: -1 no progress, 0 the step lands '
+              f'at the fitted minimum, 1 on the mirror point, above 1 overshoot. The gradient '
+              f'tests above 1: the batch is too noisy for the step.</p>')]
+    if not idx.size:
+        return parts + ['<p class="note">No step measured yet.</p>']
+    parts.append('<table class="cockpit"><thead><tr><th>step</th>' + "".join(
+        f"<th>{_e(n)}</th>" for n in names) + "</tr></thead><tbody>")
+    for i in idx[-COCKPIT_ROWS:]:
+        parts.append(f"<tr><td>{int(h.steps[i])}</td>" + "".join(
+            f"<td>{_num(ins[n][i])}</td>" for n in names) + "</tr>")
+    parts.append("</tbody></table>")
+    if idx.size > COCKPIT_ROWS:
+        parts.append(f'<p class="note">The last {COCKPIT_ROWS} measured steps of {idx.size} '
+                     f'(m.history.instruments has them all).</p>')
+    parts += _svg_figures([("Cockpit", lambda: m.plot_cockpit())], "c")
+    return parts
+
+
+def diagnosis_parts(d):
+    """The diagnosis section: each finding (cause, where, evidence, advice), then every
+    scalar measurement."""
+    parts = ["<h2>Diagnosis</h2>", d._repr_html_()]
+    rows = []
+    for k, v in d.measurements.items():
+        if isinstance(v, (int, float, np.integer, np.floating)) and not isinstance(v, bool):
+            rows.append(f"<tr><td>{_e(k)}</td><td>{_num(v)}</td></tr>")
+        elif isinstance(v, str):
+            rows.append(f"<tr><td>{_e(k)}</td><td>{_e(v)}</td></tr>")
+        elif isinstance(v, dict):
+            rows.append(f"<tr><td>{_e(k)}</td><td>" + _e(", ".join(
+                f"{n} {_num(x)}" for n, x in v.items())) + "</td></tr>")
+        else:
+            a = np.asarray(v, dtype=np.float64).reshape(-1)
+            rows.append(f"<tr><td>{_e(k)}</td><td>{a.size} values, " + (
+                f"min {_num(np.nanmin(a))}, max {_num(np.nanmax(a))}" if
+                np.isfinite(a).any() else "none finite") + "</td></tr>")
+    parts.append('<details><summary>Measurements</summary><table class="measurements">'
+                 '<thead><tr><th>measurement</th><th>value</th></tr></thead><tbody>'
+                 + "".join(rows) + "</tbody></table></details>")
     return parts
 
 
