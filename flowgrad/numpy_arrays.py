@@ -16,19 +16,14 @@ from typing import Any
 import numpy as np
 
 from .errors import ArgumentError, ShapeError
-from .numpy_functions import along, axis_index, cast_to, flat, no_more, refuse
+from .numpy_functions import along, axis_index, cast_to, flat, no_more, refuse, registrar
 from .ops._core import OPS, as_tensor
 from .tensor import Tensor
 
 FUNCTIONS: dict[Callable, Callable] = {}     # NumPy function -> handler with its signature
 
 
-def _implements(*funcs):
-    def deco(h):
-        for f in funcs:
-            FUNCTIONS[f] = h
-        return h
-    return deco
+_implements = registrar(FUNCTIONS)
 
 
 def _tensor(x, fname, arg="a"):

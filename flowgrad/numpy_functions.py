@@ -231,12 +231,19 @@ def _sqrt_zero_safe(v):
 FUNCTIONS: dict[Callable, Callable] = {}     # NumPy function -> handler with its signature
 
 
-def _implements(*funcs):
-    def deco(h):
-        for f in funcs:
-            FUNCTIONS[f] = h
-        return h
-    return deco
+def registrar(table: dict[Callable, Callable]) -> Callable[..., Callable]:
+    """The decorator ``@implements(np.f, ...)`` that enters a handler into ``table`` (each
+    handler module keeps its own table; numpy_interop merges them)."""
+    def implements(*funcs):
+        def deco(h):
+            for f in funcs:
+                table[f] = h
+            return h
+        return deco
+    return implements
+
+
+_implements = registrar(FUNCTIONS)
 
 
 def _reduction(opname, np_func, dtype_kw=True):

@@ -5,8 +5,9 @@ they return tensors and stay differentiable. The two tables below, UFUNCS and FU
 the one place that says which NumPy function is which flowgrad op (the array functions'
 handlers live in numpy_functions.py, numpy_arrays.py and numpy_linalg.py). NumPy keywords
 are translated (``axis``, ``keepdims``, ``dtype``); those flowgrad cannot honour (``out=``,
-``where=``...) are refused with an ArgumentError naming them. Results follow flowgrad's dtype rules, not NumPy's
-(``np.add(int32_tensor, 1)`` is float32, as ``int32_tensor + 1`` is).
+``where=``...) are refused with an ArgumentError naming them. Results follow flowgrad's
+dtype rules, not NumPy's (``np.add(int32_tensor, 1)`` is float32, as ``int32_tensor + 1``
+is).
 
 A NumPy function that is not in the tables computes on the values and returns NumPy
 (``np.median(t)`` outside a gradient is what a NumPy user expects); while a gradient is

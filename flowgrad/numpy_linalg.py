@@ -18,19 +18,15 @@ import numpy as np
 
 from .errors import ArgumentError, ShapeError
 from .numpy_arrays import diagonal, moveaxis
-from .numpy_functions import axis_index, cast_to, flat, no_more, refuse, unmapped
+from .numpy_functions import (axis_index, cast_to, flat, no_more, refuse, registrar,
+                              unmapped)
 from .ops._core import NAMESPACES, OPS, binary_args
 from .tensor import Tensor
 
 FUNCTIONS: dict[Callable, Callable] = {}     # NumPy function -> handler with its signature
 
 
-def _implements(*funcs):
-    def deco(h):
-        for f in funcs:
-            FUNCTIONS[f] = h
-        return h
-    return deco
+_implements = registrar(FUNCTIONS)
 
 
 # ---------------------------------------------------------------- products

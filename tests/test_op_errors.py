@@ -114,7 +114,7 @@ SHAPE = [
     row("reshape-two-implicit", lambda: tf.reshape(M, [-1, -1]), ShapeError,
         "Shapes can only have 1 implicit size. Found -1 at dims [0, 1] of [-1, -1]"),
     row("reshape-fraction", lambda: tf.reshape(V, [2, -1]), ShapeError,
-        "The implicit shape can't be a fractional number. Got 3 / 2 (reshaping (3,) to [2, -1])"),
+        "The implicit shape can't be a fractional number. Got 3 / 2 (reshape of a tensor of shape (3,) to [2, -1])"),
     row("reshape-size", lambda: tf.reshape(V, [7]), ShapeError,
         "Size(3) must match the product of shape [7]: cannot reshape a tensor of shape (3,)"),
     row("squeeze-non-1", lambda: tf.squeeze(M, 0), ShapeError,

@@ -17,7 +17,6 @@ import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from itertools import pairwise
-from pathlib import Path
 
 import numpy as np
 
@@ -25,9 +24,8 @@ from .. import scopes
 from ..arg_checks import as_int, as_number, check_arity, describe, flag
 from ..errors import ArgumentError, GradientError
 from ..tensor import Tensor, Variable
-from .extras import output_path, require
+from .plots import figure, save_figure
 
-FORMATS = (".png", ".svg", ".pdf")
 
 
 # ---------------------------------------------------------------- the Hessian as an operator
@@ -471,32 +469,3 @@ def hessian_spectrum(loss_fn: Callable[[], Tensor],
         return HessianSpectrum(nodes=nodes, weights=weights, size=op.size,
                                variables=list(op.names))
     return _with_operator(loss_fn, var_list, api, body)
-
-
-# ---------------------------------------------------------------- figures
-
-def figure(size, path, api, axes=True):
-    """A matplotlib Figure made without pyplot (no window, no global state), after
-    checking ``path`` (None, or a file name whose suffix is a format of FORMATS)."""
-    if path is not None:
-        try:
-            suffix = Path(path).suffix.lower()
-        except TypeError:
-            raise ArgumentError(f"{api}: path must be a file name (a string or a "
-                                f"pathlib.Path) or None, got {describe(path)}") from None
-        if suffix not in FORMATS:
-            raise ArgumentError(f"{api}: cannot save a plot as '{path}': the suffix picks the "
-                                f"format, one of {', '.join(FORMATS)}")
-    require("matplotlib", "viz", "plots")
-    from matplotlib.figure import Figure
-    fig = Figure(figsize=size, layout="constrained")
-    return (fig, fig.add_subplot()) if axes else fig
-
-
-def save_figure(fig, path):
-    """Save ``fig`` at ``path`` (its folder created) unless None; under tf.distributed only
-    rank 0 writes. Returns the figure."""
-    from ..distributed.runtime import is_root
-    if path is not None and is_root():
-        fig.savefig(output_path(path), format=Path(path).suffix.lower()[1:], dpi=110)
-    return fig

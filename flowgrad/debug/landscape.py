@@ -20,7 +20,8 @@ from .. import scopes
 from ..arg_checks import as_int, as_number, choice, describe
 from ..errors import ArgumentError, GradientError, ShapeError
 from ..tensor import Tensor, Variable
-from .curvature import check_loss_fn, count, figure, rng_of, save_figure
+from .curvature import check_loss_fn, count, rng_of
+from .plots import figure, save_figure
 
 
 @dataclass

@@ -49,7 +49,7 @@ def plot_loss(monitor, path=None, log=None):
     h = _history(monitor, "plot_loss", path)
     if log is not None:
         log = flag(log, "log", "plot_loss()")
-    fig, ax = _figure((7, 3.6))
+    fig, ax = figure((7, 3.6))
     loss = h.loss
     ok = ~np.isnan(loss)
     line, = ax.plot(h.steps[ok], loss[ok], color="C0", lw=1.5, label="loss")
@@ -65,7 +65,7 @@ def plot_loss(monitor, path=None, log=None):
     ax.set_ylabel("loss")
     ax.set_title("Loss")
     ax.grid(True, alpha=0.3)
-    return _save(fig, path)
+    return save_figure(fig, path)
 
 
 @_plain_text
@@ -85,7 +85,7 @@ def plot_grad_norms(monitor, path=None, variables=None, global_norm=True):
     h = _history(monitor, "plot_grad_norms", path)
     names = _names(h, variables, "plot_grad_norms")
     global_norm = flag(global_norm, "global_norm", "plot_grad_norms()")
-    fig, ax = _figure((7.5, 4.2))
+    fig, ax = figure((7.5, 4.2))
     plotted = False
     for i, n in enumerate(names):
         y = h[n]["grad_norm"]
@@ -118,7 +118,7 @@ def plot_grad_norms(monitor, path=None, variables=None, global_norm=True):
     ax.grid(True, which="both", alpha=0.25)
     if names:
         ax.legend(fontsize=8, ncol=max(1, math.ceil(len(names) / 12)), loc="best")
-    return _save(fig, path)
+    return save_figure(fig, path)
 
 
 @_plain_text
@@ -137,7 +137,7 @@ def plot_grad_flow(monitor, path=None):
     with np.errstate(all="ignore"):
         logs = np.where(np.isfinite(mat) & (mat > 0), np.log10(np.where(mat > 0, mat, 1)),
                         np.nan)
-    fig, ax = _figure((8, 1.6 + 0.32 * max(len(names), 1)))
+    fig, ax = figure((8, 1.6 + 0.32 * max(len(names), 1)))
     matplotlib = require("matplotlib", "viz", "plots")
     cmap = matplotlib.colormaps["viridis"].with_extremes(bad="0.8")
     steps = h.steps
@@ -150,7 +150,7 @@ def plot_grad_flow(monitor, path=None):
     ax.set_xlabel("step")
     ax.set_title("Gradient flow (log10 of the gradient norm)")
     fig.colorbar(img, ax=ax, label="log10 norm")
-    return _save(fig, path)
+    return save_figure(fig, path)
 
 
 @_plain_text
@@ -176,7 +176,7 @@ def plot_histograms(monitor, path=None, step=-1, variables=None):
     step_no = int(h.steps[step])
     cols = min(3, len(names))
     rows = math.ceil(len(names) / cols)
-    fig = _figure((3.4 * cols, 2.5 * rows + 0.4), axes=False)
+    fig = figure((3.4 * cols, 2.5 * rows + 0.4), axes=False)
     axes = fig.subplots(rows, cols, squeeze=False).ravel()
     for ax, n in zip(axes, names):
         edges, counts = hists[n]
@@ -188,7 +188,7 @@ def plot_histograms(monitor, path=None, step=-1, variables=None):
     for ax in axes[len(names):]:
         ax.set_visible(False)
     fig.suptitle(f"Gradient histograms at step {step_no}")
-    return _save(fig, path)
+    return save_figure(fig, path)
 
 
 @_plain_text
@@ -219,7 +219,7 @@ def plot_example_norms(monitor, path=None, step=None, bins=30):
                             f"(recorded: {sorted(monitor.per_example)})")
     rec = monitor.per_example[step]
     norms = rec.norms[np.isfinite(rec.norms) & (rec.norms > 0)]
-    fig, ax = _figure((7, 3.4))
+    fig, ax = figure((7, 3.4))
     if norms.size:
         lo, hi = norms.min(), norms.max()
         edges = np.geomspace(lo, hi * (1 + 1e-9), bins + 1) if hi > lo else \
@@ -241,7 +241,7 @@ def plot_example_norms(monitor, path=None, step=None, bins=30):
                                                  else ""))
     ax.set_ylabel("examples")
     ax.set_title(f"Per-example gradient norms at step {step}")
-    return _save(fig, path)
+    return save_figure(fig, path)
 
 
 @_plain_text
@@ -272,7 +272,7 @@ def plot_cockpit(monitor, path=None):
                             "tf.debug.monitor(opt, instruments='economy', loss_fn=..., "
                             "inputs=...)")
     ins, steps = h.instruments, h.steps
-    fig = _figure((12, 10), axes=False)
+    fig = figure((12, 10), axes=False)
     axes = fig.subplots(4, 2).ravel()
 
     def panel(ax, title, series, ylabel, log=False, lines=()):
@@ -327,7 +327,7 @@ def plot_cockpit(monitor, path=None):
         _empty(ax, "not measured")
         ax.set_title("Examples' gradient entries")
     fig.suptitle("Cockpit")
-    return _save(fig, path)
+    return save_figure(fig, path)
 
 
 # ---------------------------------------------------------------- helpers
@@ -337,15 +337,7 @@ def _history(monitor, where, path):
     if not (hasattr(monitor, "history") and hasattr(monitor, "criteria")):    # a monitor
         raise ArgumentError(f"{where}() takes a tf.debug.GradientMonitor, got "
                             f"{type(monitor).__name__}")
-    if path is not None:
-        try:
-            suffix = Path(path).suffix.lower()
-        except TypeError:
-            raise ArgumentError(f"{where}(monitor, path): path must be a file name (a string "
-                                f"or a pathlib.Path) or None, got {describe(path)}") from None
-        if suffix not in FORMATS:
-            raise ArgumentError(f"{where}(monitor, path): cannot save a plot as '{path}': the "
-                                f"suffix picks the format, one of {', '.join(FORMATS)}")
+    check_path(path, f"{where}(monitor, path)")
     require("matplotlib", "viz", "plots")
     return monitor.history
 
@@ -367,7 +359,25 @@ def _names(h, variables, where):
     return names
 
 
-def _figure(size, axes=True):
+def check_path(path, api):
+    """``path`` is None or a file name whose suffix is one of FORMATS (checked before any
+    drawing, so a typo costs nothing)."""
+    if path is None:
+        return
+    try:
+        suffix = Path(path).suffix.lower()
+    except TypeError:
+        raise ArgumentError(f"{api}: path must be a file name (a string or a pathlib.Path) "
+                            f"or None, got {describe(path)}") from None
+    if suffix not in FORMATS:
+        raise ArgumentError(f"{api}: cannot save a plot as '{path}': the suffix picks the "
+                            f"format, one of {', '.join(FORMATS)}")
+
+
+def figure(size, path=None, api="plot", axes=True):
+    """A matplotlib Figure (and its axes) made without pyplot (no window, no global state),
+    after ``check_path``; matplotlib is the 'viz' extra."""
+    check_path(path, api)
     require("matplotlib", "viz", "plots")
     from matplotlib.figure import Figure
     fig = Figure(figsize=size, layout="constrained")
@@ -382,7 +392,9 @@ def _gid(prefix, name):
     return f"{prefix}-{re.sub(r'[^A-Za-z0-9_.-]', '_', name)}"
 
 
-def _save(fig, path):
+def save_figure(fig, path):
+    """Save ``fig`` at ``path`` (its folder created) unless None; under tf.distributed every
+    rank draws and rank 0 saves. Returns the figure."""
     if path is None:
         return fig
     suffix = Path(path).suffix.lower()

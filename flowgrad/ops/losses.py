@@ -266,8 +266,14 @@ def softmax_cross_entropy(onehot_labels, logits, weights=None, label_smoothing=0
         0.6931471824645996
     """
     fn = "softmax_cross_entropy"
-    shape = getattr(onehot_labels, "shape", np.shape(onehot_labels)) \
-        if isinstance(onehot_labels, (Tensor, np.ndarray, list, tuple)) else None
+    shape = None            # (a ragged list's shape is left to _pair's error)
+    if isinstance(onehot_labels, (Tensor, np.ndarray)):
+        shape = onehot_labels.shape
+    elif isinstance(onehot_labels, (list, tuple)):
+        try:
+            shape = np.shape(onehot_labels)
+        except ValueError:
+            pass
     xshape = getattr(logits, "shape", None)
     if shape is not None and xshape is not None and len(xshape) >= 1 and \
             tuple(shape) == tuple(xshape[:-1]):

@@ -115,7 +115,8 @@ def reshape(x, shape):
         known = math.prod(s for s in shape if s != -1)
         if known == 0 or size % known:
             raise ShapeError(f"The implicit shape can't be a fractional number. Got "
-                             f"{size} / {known} (reshaping {x.shape} to {list(shape)})")
+                             f"{size} / {known} (reshape of a tensor of shape {x.shape} to "
+                             f"{list(shape)})")
         shape = tuple(size // known if s == -1 else s for s in shape)
     if any(s < 0 for s in shape) or math.prod(shape) != size:
         raise ShapeError(f"Size({size}) must match the product of shape {list(shape)}: "
