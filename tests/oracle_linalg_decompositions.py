@@ -5,6 +5,13 @@ Eigen- and singular vectors are unique only up to sign, so the rows compare quan
 do not depend on the signs: the squared entries of each vector, and reconstructions
 V diag(g(w)) V^T or U diag(g(s)) Vh. Symmetric inputs are built inside both functions
 (a + a^T) the same way. Random inputs have distinct eigen- and singular values."""
+import pytest
+
+# without torch (the test extra alone) pytest still collects this module for its doctests:
+# skip it, as test_oracle.py skips, naming the extra
+pytest.importorskip("torch", reason="the derivative oracle needs PyTorch, which the test "
+                    "extra does not install: pip install -e '.[oracle]'")
+
 from oracle_cases import T, case, fc, fg_cat, th_cat, tt  # noqa: F401
 
 import flowgrad as tf

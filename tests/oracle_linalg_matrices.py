@@ -3,6 +3,13 @@ function beside an independent torch one, joined to oracle_cases.CASES on import
 
 The inputs come from the "real" domain; each row makes its matrix well conditioned (x + 6I)
 or symmetric positive definite (x·xᵀ + 3I) inside both functions, the same way."""
+import pytest
+
+# without torch (the test extra alone) pytest still collects this module for its doctests:
+# skip it, as test_oracle.py skips, naming the extra
+pytest.importorskip("torch", reason="the derivative oracle needs PyTorch, which the test "
+                    "extra does not install: pip install -e '.[oracle]'")
+
 import numpy as np
 from oracle_cases import T, case, fc, fg_cat, th_cat, tt
 
