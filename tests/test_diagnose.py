@@ -269,3 +269,23 @@ def test_bad_arguments_are_named():
                           tf.train.sgd(0.1))
     with pytest.raises(tf.errors.ArgumentError, match="the probe takes 2 to 1000"):
         tf.debug.diagnose(lambda xi: xi.sum(), (x,), tf.train.sgd(0.1), steps=1)
+
+
+def test_an_interrupt_in_the_probe_leaves_the_variables_as_they_were(model):
+    # Ctrl-C while the copy of the optimizer has moved the weights: they are put back
+    x, y = _data()
+    m = model([4, 8, 1])
+    before = [v.numpy().copy() for v in m.vars]
+    calls = [0]
+
+    def loss(xi, yi):
+        calls[0] += 1
+        if calls[0] == 12:             # a few probe steps in (each step traces loss once)
+            raise KeyboardInterrupt
+        return m.loss(xi, yi)
+    with pytest.raises(KeyboardInterrupt):
+        tf.debug.diagnose(loss, (tf.tensor(x, dtype="float64"), tf.tensor(y, dtype="float64")),
+                          tf.train.sgd(0.05))
+    assert calls[0] == 12
+    for v, a in zip(m.vars, before):
+        assert v.numpy().tobytes() == a.tobytes()

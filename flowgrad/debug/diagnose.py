@@ -214,6 +214,21 @@ def _sharpness(loss, var_list, scale, seed, steps=20):
     return tidy(body)
 
 
+def _restore(var_list, saved):
+    """Put the probe's variables back, whole: a Ctrl-C in the middle restores them all
+    again before it propagates (the user's model is never left half-probed)."""
+    from ..ops import OPS
+
+    def put():
+        for v, a in zip(var_list, saved):
+            v.assign(OPS["tensor"](a, dtype=v.dtype))
+    try:
+        put()
+    except BaseException:
+        put()
+        raise
+
+
 def _layers(var_list):
     """The weight matrices (rank >= 2), input first (creation order)."""
     return [v for v in sorted(var_list, key=lambda v: v.id) if v.rank >= 2]
@@ -243,7 +258,6 @@ def diagnose(loss_fn: Callable[..., Tensor], inputs: Any, optimizer: Any,
     >>> w.dispose()
     """
     from ..gradients import variable_grads
-    from ..ops import OPS
     from ..scopes import tidy
     from ..vmap import vmap
     from .per_example import noise_stats, per_example_grads
@@ -390,8 +404,7 @@ def diagnose(loss_fn: Callable[..., Tensor], inputs: Any, optimizer: Any,
         losses.append(tidy(lambda: float(loss().numpy())))
         clone.dispose()
     finally:
-        for v, a in zip(var_list, saved):
-            v.assign(OPS["tensor"](a, dtype=v.dtype))
+        _restore(var_list, saved)
     m["probe_losses"] = losses
     if kind:
         eps = float(cfg.get("epsilon") or 1e-7)
