@@ -289,3 +289,27 @@ def test_an_interrupt_in_the_probe_leaves_the_variables_as_they_were(model):
     assert calls[0] == 12
     for v, a in zip(m.vars, before):
         assert v.numpy().tobytes() == a.tobytes()
+
+
+@pytest.mark.parametrize("make", [lambda: tf.train.adagrad(0.1), lambda: tf.train.adadelta(0.1),
+                                  lambda: tf.train.rmsprop(0.01), lambda: tf.train.adamax(0.01),
+                                  lambda: tf.train.adamw(0.01)],
+                         ids=["adagrad", "adadelta", "rmsprop", "adamax", "adamw"])
+def test_every_optimizer_on_a_healthy_model(model, make):
+    # Adadelta's lr multiplies a ratio of running averages, not the gradient: no lr x lambda
+    # limit applies (it is judged by its probe); Adagrad divides by the root of its sums
+    x, y = _data()
+    m = model([4, 8, 1])
+    d = _run(m, x, y, make())
+    assert d.healthy, str(d)
+
+
+def test_adadelta_is_judged_by_its_probe_and_adagrad_by_its_preconditioned_sharpness(model):
+    x, y = _data()
+    m = model([4, 8, 1])
+    d = _run(m, x, y, tf.train.adadelta(1.0))           # diverges here: its probe shows it
+    assert d.measurements["limit"] is None and d.causes == ["learning_rate_too_high"]
+    assert d.findings[0].evidence["loss_after"] > 1e6 * d.findings[0].evidence["loss_before"]
+    d = _run(m, x, y, tf.train.adagrad(50.0))
+    assert "learning_rate_too_high" in d.causes, str(d)
+    assert d.findings[0].evidence["lr x lambda_max (preconditioned)"] > 2

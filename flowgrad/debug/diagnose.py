@@ -12,9 +12,11 @@ The criteria, each relative so that a healthy run raises none:
 
 - ``non_finite``: the loss, a gradient or an example's gradient holds a NaN or an Inf.
 - ``learning_rate_too_high``: lr x lambda_max above the stability limit of the optimizer
-  (2 for SGD; 2(1 + beta) with momentum beta; for Adam and RMSProp the sharpness of the
-  preconditioned Hessian P^-1 H, P = sqrt(v) + eps, against (2 + 2 beta1) / (1 - beta1),
-  Cohen et al. 2022), or the probe steps make the loss grow or overflow.
+  (2 for SGD; 2(1 + beta) with momentum beta; for Adam, RMSProp and Adagrad the sharpness
+  of the preconditioned Hessian P^-1 H, P = sqrt(v) + eps with v the second moments of the
+  probe's gradients, against (2 + 2 beta1) / (1 - beta1) for Adam, Cohen et al. 2022, and
+  2(1 + momentum) for the others; Adadelta, whose step scales itself, by its probe alone),
+  or the probe steps make the loss grow or overflow.
 - ``exploding_gradient``: one step would move a variable by more than ``UPDATE_LIMIT`` (2) x
   its own size (lr x |g| against |w|, as the gradient monitor judges it), the gradient grows
   ``GROWTH_LIMIT`` (1e3) x over the probe steps, or the weight gradients' RMS grows more than
@@ -174,9 +176,15 @@ def _check(loss_fn, inputs, optimizer, steps):
 
 def _limit(optimizer):
     """The optimizer's stability limit for lr x (preconditioned) sharpness, and the
-    preconditioner's kind ("adam", "rmsprop" or None)."""
+    preconditioner's kind ("adam", "rmsprop", "adagrad" or None). Adadelta's step scales
+    itself (lr multiplies a ratio of running averages, not the gradient): no limit (None),
+    it is judged by its probe steps alone."""
     from ..train import optimizers as O
     cfg = optimizer.get_config()
+    if isinstance(optimizer, O.AdadeltaOptimizer):
+        return None, None
+    if isinstance(optimizer, O.AdagradOptimizer):
+        return 2.0, "adagrad"
     if isinstance(optimizer, (O.AdamOptimizer, O.AdamaxOptimizer)):
         b1 = float(cfg["beta1"])
         return (2 + 2 * b1) / (1 - b1), "adam"
@@ -381,7 +389,12 @@ def diagnose(loss_fn: Callable[..., Tensor], inputs: Any, optimizer: Any,
     losses, gnorms = [value], [_flat_norm(grads.values())]
     v_hat = [np.zeros(v.shape) for v in var_list]
     cfg = optimizer.get_config()
-    beta2 = float(cfg.get("beta2", cfg.get("decay", 0.9)) if kind else 0.0)
+    # the preconditioner's second moments, from the probe's gradients: Adam's and RMSProp's
+    # running average, Adagrad's sum from its initial accumulator
+    beta2 = float(cfg.get("beta2", cfg.get("decay", 0.9))) if kind in ("adam", "rmsprop") \
+        else 1.0 if kind == "adagrad" else 0.0
+    if kind == "adagrad":
+        v_hat = [np.full(v.shape, float(cfg["initial_accumulator_value"])) for v in var_list]
     try:
         clone = type(optimizer).from_config(cfg)
         clone.set_weights(optimizer.get_weights())
@@ -393,7 +406,7 @@ def diagnose(loss_fn: Callable[..., Tensor], inputs: Any, optimizer: Any,
                 gnorms.append(_flat_norm(gs))
             with np.errstate(over="ignore", invalid="ignore"):
                 for j, g in enumerate(gs):
-                    v_hat[j] = beta2 * v_hat[j] + (1 - beta2) * g * g
+                    v_hat[j] = beta2 * v_hat[j] + ((1 - beta2) if beta2 < 1 else 1) * g * g
             if not math.isfinite(losses[-1]):
                 return False
             clone.apply_gradients(r.grads)
@@ -408,7 +421,7 @@ def diagnose(loss_fn: Callable[..., Tensor], inputs: Any, optimizer: Any,
     m["probe_losses"] = losses
     if kind:
         eps = float(cfg.get("epsilon") or 1e-7)
-        corr = 1 - beta2 ** max(1, len(losses) - 1)
+        corr = 1 - beta2 ** max(1, len(losses) - 1) if beta2 < 1 else 1.0
         scale = {v.name: 1 / np.sqrt(np.sqrt(vh / corr) + eps)
                  for v, vh in zip(var_list, v_hat)}
     else:
@@ -429,12 +442,12 @@ def diagnose(loss_fn: Callable[..., Tensor], inputs: Any, optimizer: Any,
             "the gradient grows without bound over a few steps: clip it (clip_norm) and "
             "lower the learning rate"))
     what = "lr x lambda_max" + (" (preconditioned)" if kind else "")
-    if lr * lam > limit or grew:
+    if (limit is not None and lr * lam > limit) or grew:
         findings.append(TrainingFinding(
             "learning_rate_too_high", None,
             {what: lr * lam, "limit": limit, "loss_before": value, "loss_after": end},
             f"lower the learning rate below {limit / lam:.3g} (limit / lambda_max), or "
-            f"warm it up" if lam > 0 else "lower the learning rate"))
+            f"warm it up" if lam > 0 and limit is not None else "lower the learning rate"))
     elif oversized is not None and "exploding_gradient" not in _causes(findings):
         findings.append(oversized)
     elif converged:
@@ -449,7 +462,7 @@ def diagnose(loss_fn: Callable[..., Tensor], inputs: Any, optimizer: Any,
                 "noisy_batch", None, {"b_simple": b_simple, "batch": batch},
                 f"the batch's gradient is mostly noise: raise the batch size toward "
                 f"{b_simple:.3g} (B_simple), or lower the learning rate"))
-        if lr * lam < SLOW * limit and abs(change) < STILL * steps:
+        if limit is not None and lr * lam < SLOW * limit and abs(change) < STILL * steps:
             findings.append(TrainingFinding(
                 "learning_rate_too_low", None,
                 {what: lr * lam, "limit": limit, "loss_change": change},
