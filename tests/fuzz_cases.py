@@ -423,6 +423,10 @@ def _examples(own, w):
 
 
 _RECORD = "a result record flowgrad builds and users read; never constructed by users"
+# the optimizers' update protocol: minimize and apply_gradients (fuzzed) call these with the
+# pairs and slots they made and checked; a new optimizer implements the two hooks
+_PROTOCOL = ("the optimizer's update protocol, called by minimize / apply_gradients (fuzzed) "
+             "with what they made and checked")
 # public callables with parameters that are not fuzzed, and why
 NO_CASE = {
     "tf.Tensor": "made by tf.tensor & co (fuzzed there), never constructed directly",
@@ -436,6 +440,24 @@ NO_CASE = {
     "Engine.start_scope": "TF.js's internal engine object (tf.engine()); tidy is fuzzed",
     "Engine.end_scope": "TF.js's internal engine object (tf.engine()); tidy is fuzzed",
     "tf.next_frame": "a coroutine function; nothing to check but its await",
+    "AdadeltaOptimizer.slot_init": _PROTOCOL,
+    "AdadeltaOptimizer.update_rule": _PROTOCOL,
+    "AdagradOptimizer.slot_init": _PROTOCOL,
+    "AdagradOptimizer.update_rule": _PROTOCOL,
+    "AdamOptimizer.slot_init": _PROTOCOL,
+    "AdamOptimizer.update_rule": _PROTOCOL,
+    "AdamWOptimizer.update_rule": _PROTOCOL,
+    "AdamaxOptimizer.slot_init": _PROTOCOL,
+    "AdamaxOptimizer.update_rule": _PROTOCOL,
+    "MomentumOptimizer.slot_init": _PROTOCOL,
+    "MomentumOptimizer.update_rule": _PROTOCOL,
+    "Optimizer.apply_pairs": _PROTOCOL,
+    "Optimizer.clip_pairs": _PROTOCOL,
+    "Optimizer.slot_init": _PROTOCOL,
+    "Optimizer.update_rule": _PROTOCOL,
+    "RMSPropOptimizer.slot_init": _PROTOCOL,
+    "RMSPropOptimizer.update_rule": _PROTOCOL,
+    "SGDOptimizer.update_rule": _PROTOCOL,
     "tf.debug.Culprit": _RECORD, "tf.debug.Explanation": _RECORD, "tf.debug.Finding": _RECORD,
     "tf.debug.HookHandle": _RECORD, "tf.debug.InputCheck": _RECORD,
     "tf.debug.InputExplanation": _RECORD, "tf.debug.Graph": _RECORD,

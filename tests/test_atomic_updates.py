@@ -65,7 +65,7 @@ class Setup:
 def state(opt):
     """Every variable, slot and count of a step, bitwise (names as keys; the slots of
     disposed variables are dead state, dropped at the next update)."""
-    live = [e for e in opt._slots.values() if not e[0]()._disposed]
+    live = [e for e in opt.slot_table.values() if not e[0]()._disposed]
     out = {"iterations": opt.iterations, "skipped": opt.skipped_steps,
            "slot_tables": sorted(e[0]().name for e in live)}
     for name, v in registered_variables().items():
@@ -150,7 +150,7 @@ def test_an_error_in_the_middle_of_an_update_changes_nothing(kind, fused_path, w
                 if fused_path:
                     m.setitem(optimizers._FUSED, cls, fail_on_call(optimizers._FUSED[cls], k))
                 else:
-                    m.setattr(cls, "_update", fail_on_call(cls._update, k))
+                    m.setattr(cls, "update_rule", fail_on_call(cls.update_rule, k))
                 with pytest.raises(Boom):
                     s.opt.apply_gradients(s.pairs())
             assert state(s.opt) == before and counts() == mem
@@ -390,16 +390,16 @@ def test_slots_of_a_disposed_variable_are_dropped():
         s.vars[1].dispose()
         assert "atomic_1/m" not in names() and "atomic_1/v" not in names()
         assert tf.memory().num_tensors == n_before - 1 - 2       # the variable, m and v
-        assert len(s.opt._slots) == 2
+        assert len(s.opt.slot_table) == 2
         s.opt.apply_gradients([s.pairs()[0]])
-        assert len(s.opt._slots) == 2
+        assert len(s.opt.slot_table) == 2
         # a long-lived optimizer: variables come and go, its state does not grow
         for i in range(5):
             v = tf.variable(tf.tensor([1.0]), name=f"atomic_tmp{i}")
             s.opt.apply_gradients([(tf.tensor([1.0]), v)])
             v.dispose()
         s.opt.apply_gradients([s.pairs()[0]])
-        assert sorted(e[0]().name for e in s.opt._slots.values()) == ["atomic_0", "atomic_2"]
+        assert sorted(e[0]().name for e in s.opt.slot_table.values()) == ["atomic_0", "atomic_2"]
     finally:
         s.dispose()
 
@@ -412,7 +412,7 @@ def test_get_weights_and_set_weights_after_a_dispose():
         fresh = tf.train.rmsprop(0.05, momentum=0.5)
         with pytest.raises(tf.ArgumentError, match="no variable named 'atomic_2'"):
             fresh.set_weights(saved)
-        assert fresh.iterations == 0 and not fresh._slots          # all or nothing
+        assert fresh.iterations == 0 and not fresh.slot_table          # all or nothing
         fresh.set_weights([w for w in saved if not w.name.startswith("atomic_2/")])
         assert [w.name for w in fresh.get_weights()] == \
             [w.name for w in s.opt.get_weights()]

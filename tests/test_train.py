@@ -237,7 +237,7 @@ def test_slots_are_not_trainable_and_are_disposed_with_the_optimizer(owned):
     opt = tf.train.adam(0.1)
     opt.minimize(lambda: w.square())
     assert tf.memory().num_tensors == before + 2                 # m and v
-    assert all(not s.trainable for _, s in opt._slots[id(w)][1].items())
+    assert all(not s.trainable for _, s in opt.slot_table[id(w)][1].items())
     value, grads = tf.variable_grads(lambda: w.square())
     assert list(grads) == [w.name]                               # slots are not variables
     tf.dispose([value, grads])

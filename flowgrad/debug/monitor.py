@@ -273,7 +273,7 @@ class GradientMonitor:
         self.optimizer = None
         return self
 
-    # the optimizer's observer protocol (Optimizer._apply)
+    # the optimizer's observer protocol (Optimizer.apply_pairs)
     def on_apply(self, opt, pairs, loss):
         """Called by the optimizer before an update, with (variable, gradient) pairs."""
         if not isinstance(pairs, (list, tuple)) or not all(

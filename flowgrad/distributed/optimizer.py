@@ -74,7 +74,7 @@ class DistributedOptimizer:
         over the ranks with the loss, then the wrapped optimizer's update. Returns the
         averaged loss if ``return_cost`` (the same value on every rank)."""
         opt = self.optimizer
-        opt._check_alive()
+        opt.check_alive()
         check_var_list(var_list, "DistributedOptimizer.minimize(f, var_list)")
         for v in var_list or ():
             if getattr(v, "_disposed", False):
@@ -89,7 +89,7 @@ class DistributedOptimizer:
                 live = registered_variables()
                 pairs = [(live[n], g) for n, g in grads.items() if n in live]
             avg_pairs, avg_value = self._average(pairs, value)
-            opt._apply(avg_pairs, skip_nonfinite, avg_value)
+            opt.apply_pairs(avg_pairs, skip_nonfinite, avg_value)
         except BaseException:
             scopes.dispose([value, avg_value])
             raise
@@ -118,7 +118,7 @@ class DistributedOptimizer:
                 raise update.disposed(self.optimizer, v)     # before any rank averages
         pairs, _ = self._average(local, None)
         try:
-            return self.optimizer._apply(pairs, skip_nonfinite)
+            return self.optimizer.apply_pairs(pairs, skip_nonfinite)
         finally:
             scopes.dispose([g for _, g in pairs if g is not None])
 

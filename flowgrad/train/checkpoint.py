@@ -140,10 +140,10 @@ def _read_state(ckpt):
         manifest["variables"][path] = {"name": v.name, "dtype": v.dtype,
                                        "shape": list(v.shape), "trainable": v.trainable}
     for path, opt in lay.optimizers.items():
-        opt._check_alive()
+        opt.check_alive()
         update.prune(opt)
         slots = {}
-        for ref, table in opt._slots.values():
+        for ref, table in opt.slot_table.values():
             var = ref()
             if var is None:
                 continue
@@ -321,7 +321,7 @@ def _restore(ckpt, path, tensors, manifest, partial):
                                       f"restored")
             if info["class"] != opt.class_name:
                 raise _mismatch(path, f"optimizer '{opath}'", opt.class_name, info["class"])
-            opt._check_alive()
+            opt.check_alive()
             update.prune(opt)
             plan = update.Plan(opt, as_int(info["iterations"], "iterations", path, 0),
                                counts=False)

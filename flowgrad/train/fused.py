@@ -1,7 +1,7 @@
 """Fused optimizer updates: one kernel per variable and step, computing the variable's new
 value and its slots' new values into fresh arrays.
 
-The arithmetic is that of each optimizer's op-by-op rule (``_update`` in optimizers.py),
+The arithmetic is that of each optimizer's op-by-op rule (``update_rule`` in optimizers.py),
 in the same order, so the results are the same to the bit; what changes is that a step
 costs a handful of NumPy calls. Used when no gradient function is recording (an update
 inside one is differentiated op by op).

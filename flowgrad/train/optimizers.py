@@ -53,7 +53,24 @@ class ConfigDict(dict):
 
 
 class Optimizer:
-    """Base class of the optimizers. Subclasses declare their slots and their update."""
+    """Base class of the optimizers. A subclass names its slots (``slot_names``) and
+    implements two hooks: ``slot_init(var)``, each slot's initial value, and
+    ``update_rule(var, g, slots, lr)``, the new value and new slots, written with flowgrad
+    ops. minimize, apply_gradients, clipping, skip_nonfinite, checkpoints, monitors and
+    tf.distributed then work as for the built-in ones, whole-or-nothing updates included.
+
+    >>> import flowgrad as tf
+    >>> class SignSGD(tf.train.Optimizer):          # steps of size lr, by the gradient's sign
+    ...     class_name = "SignSGD"
+    ...     def update_rule(self, var, g, slots, lr):
+    ...         return var - g.sign() * lr, {}
+    >>> w = tf.variable(tf.tensor([1.0, -2.0]), name="w_sign_doc")
+    >>> opt = SignSGD(0.25)
+    >>> opt.minimize(lambda: (w * w).sum())
+    >>> w.array_sync()
+    [0.75, -1.75]
+    >>> w.dispose(); opt.dispose()
+    """
     class_name = "Optimizer"
     slot_names: tuple[str, ...] = ()
     _config_keys: tuple[str, ...] = ("learning_rate",)
@@ -75,7 +92,7 @@ class Optimizer:
         self.skipped_steps = 0
         # id(variable) -> (weakref to it, {slot name: slot variable}): the slots of a
         # variable disposed or garbage-collected are dropped at the next update
-        self._slots: dict[int, Any] = {}
+        self.slot_table: dict[int, Any] = {}
         self._disposed = False
         # an observer (tf.debug.GradientMonitor): on_apply(opt, pairs, loss) before each
         # update, on_applied(opt, pairs) after it; None costs nothing
@@ -115,7 +132,7 @@ class Optimizer:
         2.4
         >>> w.dispose(); opt.dispose()
         """
-        self._check_alive()
+        self.check_alive()
         return_cost = _option(return_cost, "return_cost", self)
         check_var_list(var_list, f"{self.class_name}Optimizer.minimize(f, var_list)")
         for v in var_list or ():
@@ -136,7 +153,7 @@ class Optimizer:
                 pairs = [(find_variable(name), g) for name, g in grads.items()
                          if find_variable(name) is not None]
         try:
-            self._apply(pairs, skip_nonfinite, value)
+            self.apply_pairs(pairs, skip_nonfinite, value)
         except BaseException:
             value.dispose()
             raise
@@ -150,7 +167,7 @@ class Optimizer:
     def compute_gradients(self, f: Callable[[], Tensor],
                           var_list: Sequence[Variable] | None = None) -> VariableGrads:
         """``variable_grads(f, var_list)``: ``(value, grads)`` with grads keyed by name."""
-        self._check_alive()
+        self.check_alive()
         check_var_list(var_list, f"{self.class_name}Optimizer.compute_gradients(f, var_list)")
         return variable_grads(f, var_list)
 
@@ -163,18 +180,18 @@ class Optimizer:
         The update is whole or nothing: if it raises (or is interrupted), no variable, slot
         or step count changed. A disposed variable with a gradient is a ``DisposedError``.
         """
-        self._check_alive()
-        return self._apply(gradient_pairs(grads), skip_nonfinite)
+        self.check_alive()
+        return self.apply_pairs(gradient_pairs(grads), skip_nonfinite)
 
     def get_weights(self) -> list[Any]:
         """``[("iter", int32 scalar), ("<var>/<slot>", tensor)...]`` as name/tensor
         results, in TF.js's order (slot by slot, variables in order of first update). The
         tensors are copies. Slots of variables disposed (or garbage-collected) since are
         dropped, not listed: the optimizer keeps no state for dead variables."""
-        self._check_alive()
+        self.check_alive()
         update.prune(self)
         out = [Result(name="iter", tensor=OPS["scalar"](self.iterations, "int32"))]
-        entries = [(v, slots) for v, slots in ((r(), sl) for r, sl in self._slots.values())
+        entries = [(v, slots) for v, slots in ((r(), sl) for r, sl in self.slot_table.values())
                    if v is not None]
         for slot in self.slot_names:
             for var, slots in entries:
@@ -187,7 +204,7 @@ class Optimizer:
         the others are matched to slots by their ``<var>/<slot>`` names (of registered
         variables; slots not named keep their values). All or nothing: an entry that does
         not fit raises before anything changes."""
-        self._check_alive()
+        self.check_alive()
         if not isinstance(weights, (list, tuple)):
             raise ArgumentError(f"{self.class_name}.set_weights() takes the list that "
                                 f"get_weights() returns, got {describe(weights)}")
@@ -253,10 +270,10 @@ class Optimizer:
     def dispose(self) -> None:
         """Free the optimizer's slot variables (a variable's are also freed at the first
         update or get_weights() after that variable is disposed)."""
-        for _, slots in self._slots.values():
+        for _, slots in self.slot_table.values():
             for s in slots.values():
                 s.dispose()
-        self._slots.clear()
+        self.slot_table.clear()
         self._disposed = True
 
     def __repr__(self):
@@ -265,12 +282,35 @@ class Optimizer:
 
     __getattr__ = camel_attribute
 
-    # ------------------------------------------------------------- machinery
-    def _check_alive(self):
+    # ------------------------------------------------------------- the update protocol
+    # What minimize, apply_gradients, tf.distributed's optimizer and checkpoints call, and
+    # the two hooks a new optimizer implements (slot_init, update_rule): public, so that
+    # the modules around the optimizers read no private names.
+    def check_alive(self) -> None:
+        """Raise FlowgradError if this optimizer was disposed.
+
+        >>> import flowgrad as tf
+        >>> opt = tf.train.sgd(0.1)
+        >>> opt.check_alive()           # nothing: it is alive
+        >>> opt.dispose()
+        """
         if self._disposed:
             raise FlowgradError(f"This {self.class_name} optimizer was disposed.")
 
-    def _apply(self, pairs, skip_nonfinite, loss=None):
+    def apply_pairs(self, pairs: Sequence[tuple[Variable, Tensor | None]],
+                    skip_nonfinite: bool = False, loss: Tensor | None = None) -> bool:
+        """The whole-or-nothing update from ``(variable, gradient)`` pairs, as
+        ``update.gradient_pairs`` makes them from apply_gradients' forms (minimize and
+        tf.distributed's optimizer hand theirs here); ``loss`` goes to a monitor. Returns
+        False when ``skip_nonfinite`` skipped the step.
+
+        >>> import flowgrad as tf
+        >>> w = tf.variable(tf.scalar(1.0), name="w_pairs_doc")
+        >>> opt = tf.train.sgd(0.5)
+        >>> opt.apply_pairs([(w, tf.scalar(2.0))]), w.item()
+        (True, 0.0)
+        >>> w.dispose(); opt.dispose()
+        """
         skip_nonfinite = _option(skip_nonfinite, "skip_nonfinite", self)
         update.prune(self)
         update.check_targets(self, pairs)
@@ -282,7 +322,17 @@ class Optimizer:
             return False
         return True
 
-    def _clip(self, pairs):
+    def clip_pairs(self, pairs: list[tuple[Variable, Tensor | None]]
+                   ) -> list[tuple[Variable, Tensor | None]]:
+        """The pairs with this optimizer's clipping applied (``clip_value``, then
+        ``clip_norm`` per gradient, then ``global_clip_norm`` over all of them).
+
+        >>> import flowgrad as tf
+        >>> w = tf.variable(tf.scalar(1.0), name="w_clip_doc")
+        >>> tf.train.sgd(0.1, clip_value=0.5).clip_pairs([(w, tf.scalar(3.0))])[0][1].item()
+        0.5
+        >>> w.dispose()
+        """
         if self.clip_value is not None:
             c = float(self.clip_value)
             pairs = [(v, g if g is None else g.clip_by_value(-c, c)) for v, g in pairs]
@@ -296,12 +346,31 @@ class Optimizer:
                 pairs = [(v, g) for (v, _), g in zip(pairs, clipped)]
         return pairs
 
-    def _slot_init(self, var):
+    def slot_init(self, var: Variable) -> dict[str, Tensor]:
+        """A new optimizer's hook: the initial value of each of its slots for ``var``
+        (``{slot name: tensor}``; none for plain SGD).
+
+        >>> import flowgrad as tf
+        >>> w = tf.variable(tf.zeros([2]), name="w_slot_doc")
+        >>> sorted(tf.train.adam(0.1).slot_init(w))
+        ['m', 'v']
+        >>> w.dispose()
+        """
         return {}
 
-    def _update(self, var, g, slots, lr):
-        """``(new value, {slot name: new value})``: tensors computed with flowgrad ops,
-        nothing assigned (the commit assigns)."""
+    def update_rule(self, var: Variable, g: Tensor, slots: dict[str, Tensor],
+                    lr: float) -> tuple[Tensor, dict[str, Tensor]]:
+        """A new optimizer's hook: ``(new value, {slot name: new value})`` of ``var`` for
+        gradient ``g``, computed with flowgrad ops, nothing assigned (the update commits
+        every variable and slot at once, or none).
+
+        >>> import flowgrad as tf
+        >>> w = tf.variable(tf.scalar(1.0), name="w_rule_doc")
+        >>> new, slots = tf.train.sgd(0.5).update_rule(w, tf.scalar(2.0), {}, 0.5)
+        >>> new.item(), slots
+        (0.0, {})
+        >>> w.dispose()
+        """
         raise NotImplementedError
 
 
@@ -342,7 +411,7 @@ class SGDOptimizer(Optimizer):
     """w ← w − lr·g."""
     class_name = "SGD"
 
-    def _update(self, var, g, slots, lr):
+    def update_rule(self, var, g, slots, lr):
         return g * -lr + var, {}
 
 
@@ -363,10 +432,10 @@ class MomentumOptimizer(Optimizer):
         not)."""
         self.momentum = _hyper(momentum, "momentum", self)
 
-    def _slot_init(self, var):
+    def slot_init(self, var):
         return {"momentum": OPS["zeros_like"](var)}
 
-    def _update(self, var, g, slots, lr):
+    def update_rule(self, var, g, slots, lr):
         new_acc = slots["momentum"] * self.momentum + g
         if self.use_nesterov:
             return (g + new_acc * self.momentum) * -lr + var, {"momentum": new_acc}
@@ -385,11 +454,11 @@ class AdagradOptimizer(Optimizer):
         self.initial_accumulator_value = _hyper(initial_accumulator_value,
                                                 "initial_accumulator_value", self)
 
-    def _slot_init(self, var):
+    def slot_init(self, var):
         return {"accumulator": OPS["fill"](var.shape, self.initial_accumulator_value,
                                            var.dtype)}
 
-    def _update(self, var, g, slots, lr):
+    def update_rule(self, var, g, slots, lr):
         new_acc = slots["accumulator"] + g.square()
         return (g / (new_acc + EPSILON).sqrt()) * -lr + var, {"accumulator": new_acc}
 
@@ -411,10 +480,10 @@ class AdadeltaOptimizer(Optimizer):
         self.use_updated_accumulator = _option(use_updated_accumulator,
                                                "use_updated_accumulator", self)
 
-    def _slot_init(self, var):
+    def slot_init(self, var):
         return {"accum_grad": OPS["zeros_like"](var), "accum_var": OPS["zeros_like"](var)}
 
-    def _update(self, var, g, slots, lr):
+    def update_rule(self, var, g, slots, lr):
         eg, ex = slots["accum_grad"], slots["accum_var"]
         rho, eps = self.rho, self.epsilon
         new_eg = eg * rho + g.square() * (1 - rho)
@@ -439,7 +508,7 @@ class AdamOptimizer(Optimizer):
         self.beta2 = _hyper(beta2, "beta2", self)
         self.epsilon = _eps(epsilon, self)
 
-    def _slot_init(self, var):
+    def slot_init(self, var):
         return {"m": OPS["zeros_like"](var), "v": OPS["zeros_like"](var)}
 
     def _moments(self, g, slots):
@@ -450,7 +519,7 @@ class AdamOptimizer(Optimizer):
         new_v = v * b2 + g.square() * (1 - b2)
         return new_m / (1 - b1 ** t), new_v / (1 - b2 ** t), {"m": new_m, "v": new_v}
 
-    def _update(self, var, g, slots, lr):
+    def update_rule(self, var, g, slots, lr):
         m_hat, v_hat, new = self._moments(g, slots)
         return (m_hat / (v_hat.sqrt() + self.epsilon)) * -lr + var, new
 
@@ -467,7 +536,7 @@ class AdamWOptimizer(AdamOptimizer):
         super().__init__(learning_rate, beta1, beta2, epsilon, **clip)
         self.weight_decay = _hyper(weight_decay, "weight_decay", self)
 
-    def _update(self, var, g, slots, lr):
+    def update_rule(self, var, g, slots, lr):
         m_hat, v_hat, new = self._moments(g, slots)
         step = m_hat / (v_hat.sqrt() + self.epsilon) + var * self.weight_decay
         return step * -lr + var, new
@@ -489,10 +558,10 @@ class AdamaxOptimizer(Optimizer):
         self.epsilon = _eps(epsilon, self)
         self.decay = _hyper(decay, "decay", self)
 
-    def _slot_init(self, var):
+    def slot_init(self, var):
         return {"m": OPS["zeros_like"](var), "u": OPS["zeros_like"](var)}
 
-    def _update(self, var, g, slots, lr):
+    def update_rule(self, var, g, slots, lr):
         m, u = slots["m"], slots["u"]
         t = self.iterations + 1
         step_lr = -lr / (self.iterations * self.decay + 1)
@@ -521,10 +590,10 @@ class RMSPropOptimizer(Optimizer):
     def slot_names(self) -> tuple[str, ...]:  # type: ignore[override]  # (by centered)
         return ("rms", "momentum", "mg") if self.centered else ("rms", "momentum")
 
-    def _slot_init(self, var):
+    def slot_init(self, var):
         return {k: OPS["zeros_like"](var) for k in self.slot_names}
 
-    def _update(self, var, g, slots, lr):
+    def update_rule(self, var, g, slots, lr):
         rho = self.decay
         ms, mom = slots["rms"], slots["momentum"]
         new_ms = ms * rho + g.square() * (1 - rho)

@@ -56,7 +56,7 @@ def step(opt, pairs, skip_nonfinite, loss, rule):
     then commit them all. ``rule`` is its fused kernel's rule (None: op by op). Returns
     the warning's text when skip_nonfinite skips the step."""
     pairs = [(v, _grad_for(v, g)) for v, g in pairs]
-    pairs = opt._clip(pairs)
+    pairs = opt.clip_pairs(pairs)
     if opt.monitor is not None:
         opt.monitor.on_apply(opt, pairs, loss)
     if skip_nonfinite:
@@ -91,7 +91,7 @@ def step(opt, pairs, skip_nonfinite, loss, rule):
             if rule is not None:
                 new = fused.run(rule, opt, var, g, slots or {})
             else:
-                value, new_slots = opt._update(var, g, slots, lr)
+                value, new_slots = opt.update_rule(var, g, slots, lr)
                 # clones: private tensors over the new values, to trade arrays with
                 new = [OPS["clone"](value)] + [OPS["clone"](new_slots[k])
                                                for k in slots or ()]
@@ -127,14 +127,14 @@ class Plan:
         opt = self.opt
         if not opt.slot_names:
             return None
-        entry = opt._slots.get(id(var))
+        entry = opt.slot_table.get(id(var))
         if entry is not None and entry[0]() is var:
             return entry[1]
         for key, entry in self.regs:
             if key == id(var):
                 return entry[1]
         slots = {}
-        for name, init in opt._slot_init(var).items():
+        for name, init in opt.slot_init(var).items():
             s = slot_variable(init, f"{var.name}/{name}")
             self.made.append(s)
             slots[name] = s
@@ -162,13 +162,13 @@ class Plan:
                           "opt": opt, "count": None if self.counts else self.it})
             return
         with STATE_LOCK:
-            commit_fully(_store, (self.swaps, self.regs, opt._slots, opt, self.it))
+            commit_fully(_store, (self.swaps, self.regs, opt.slot_table, opt, self.it))
 
     def store(self):
         """The plan's stores alone (no lock, no rerun): for a caller that commits several
         plans and more as one (train.checkpoint's restore), from its own store function run
         under STATE_LOCK by commit_fully."""
-        _store(self.swaps, self.regs, self.opt._slots, self.opt, self.it)
+        _store(self.swaps, self.regs, self.opt.slot_table, self.opt, self.it)
 
     def abandon(self):
         """The step failed before its commit: free the slot variables made for it."""
@@ -219,7 +219,7 @@ def _commit_kernel(B, *arrays, targets, regs, opt, count):
     # the step count is read when the kernel runs: a replay counts on from the last step
     it = opt.iterations + 1 if count is None else count
     with STATE_LOCK:
-        commit_fully(_adopt, (targets, arrays, regs, opt._slots, opt, it))
+        commit_fully(_adopt, (targets, arrays, regs, opt.slot_table, opt, it))
     return B.asarray(opt.iterations, dtype=B.int32)
 
 
@@ -277,7 +277,7 @@ def disposed(opt, var):
 
 def prune(opt):
     """Drop the slots of variables disposed or garbage-collected since they were made."""
-    table = opt._slots
+    table = opt.slot_table
     if not table:
         return
     dead = [k for k, (ref, _) in table.items() if (v := ref()) is None or v._disposed]
