@@ -87,8 +87,9 @@ def value(F, arrays):
     return float(F(*[tf.tensor(a, dtype="float64") for a in arrays]).item())
 
 
-def numeric_grad(F, arrays, h=1e-5):
-    """Central differences of F at arrays, element by element."""
+def central_differences(f, arrays, h=1e-5):
+    """Central differences of ``f`` (float64 NumPy arrays -> a number) at ``arrays``,
+    element by element."""
     grads = []
     for i, a in enumerate(arrays):
         g = np.zeros_like(a)
@@ -97,9 +98,14 @@ def numeric_grad(F, arrays, h=1e-5):
             minus = [x.copy() for x in arrays]
             plus[i][j] += h
             minus[i][j] -= h
-            g[j] = (value(F, plus) - value(F, minus)) / (2 * h)
+            g[j] = (f(*plus) - f(*minus)) / (2 * h)
         grads.append(g)
     return grads
+
+
+def numeric_grad(F, arrays, h=1e-5):
+    """Central differences of the flowgrad function F at arrays, element by element."""
+    return central_differences(lambda *xs: value(F, xs), arrays, h)
 
 
 def analytic_grad(F, arrays, dtype="float64"):

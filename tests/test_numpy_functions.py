@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import pytest
-from opcheck import analytic_grad, lift, numeric_grad
+from opcheck import analytic_grad, central_differences, lift, numeric_grad
 from test_numpy_interop import CASES
 
 import flowgrad as tf
@@ -321,20 +321,6 @@ def _np_projection(row, weights):
     return f
 
 
-def _fd(f, arrays, eps=1e-6):
-    grads = []
-    for i, a in enumerate(arrays):
-        g = np.zeros_like(a)
-        for j in np.ndindex(a.shape):
-            hi = [x.copy() for x in arrays]
-            lo = [x.copy() for x in arrays]
-            hi[i][j] += eps
-            lo[i][j] -= eps
-            g[j] = (f(*hi) - f(*lo)) / (2 * eps)
-        grads.append(g)
-    return grads
-
-
 def run_row(row):
     arrays = _inputs(row)
     want = _call(row, arrays)
@@ -351,7 +337,7 @@ def run_row(row):
     weights = _weights(row, want)
     F = _projection(row, weights)
     grads = analytic_grad(F, arrays)
-    for k, (g, n) in enumerate(zip(grads, _fd(_np_projection(row, weights), arrays))):
+    for k, (g, n) in enumerate(zip(grads, central_differences(_np_projection(row, weights), arrays, 1e-6))):
         np.testing.assert_allclose(g, n, rtol=1e-6, atol=1e-7, err_msg=f"{row.id} d/dx{k}")
     if row.order >= 2:      # second order: against central differences of the first
         vs = [np.random.default_rng(k).standard_normal(a.shape) for k, a in enumerate(arrays)]

@@ -44,7 +44,7 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from ..arg_checks import as_int, check_arity, describe
+from ..arg_checks import as_int, describe
 from ..errors import ArgumentError
 from ..tensor import Tensor, Variable
 
@@ -147,23 +147,16 @@ def _fmt(v):
 # ---------------------------------------------------------------- measuring
 
 def _check(loss_fn, inputs, optimizer, steps):
-    from ..train.optimizers import Optimizer
-    if not callable(loss_fn):
-        raise ArgumentError(f"diagnose(loss_fn, inputs, optimizer): loss_fn must be the loss "
-                            f"of one example, got {describe(loss_fn)}")
-    if isinstance(inputs, (Tensor, np.ndarray)):
-        inputs = (inputs,)
-    if not isinstance(inputs, (list, tuple)) or not inputs:
-        raise ArgumentError("diagnose(loss_fn, inputs, optimizer): inputs must be a tuple of "
-                            "batched tensors (one per argument of loss_fn)")
     from ..ops import OPS
+    from ..train.optimizers import Optimizer
+    from .per_example import check_inputs
+    api = "diagnose(loss_fn, inputs, optimizer)"
+    inputs = check_inputs(loss_fn, inputs, api)
     inputs = tuple(x if isinstance(x, Tensor) else OPS["tensor"](x) for x in inputs)
-    sizes = {x.shape[0] if x.rank else None for x in inputs}
-    if None in sizes or len(sizes) != 1:
-        raise ArgumentError(f"diagnose(loss_fn, inputs, optimizer): every input must be a "
-                            f"batch with the same axis 0, got shapes "
-                            f"{[list(x.shape) for x in inputs]}")
-    check_arity(loss_fn, len(inputs), "diagnose(loss_fn, inputs, optimizer)")
+    sizes = {x.shape[0] for x in inputs}
+    if len(sizes) != 1:
+        raise ArgumentError(f"{api}: every input must be a batch with the same axis 0, got "
+                            f"shapes {[list(x.shape) for x in inputs]}")
     if not isinstance(optimizer, Optimizer):
         raise ArgumentError(f"diagnose(loss_fn, inputs, optimizer): optimizer must be a "
                             f"tf.train optimizer, got {describe(optimizer)}")

@@ -32,7 +32,9 @@ from ..tensor import Tensor, Variable
 from . import sites
 
 
-def _check_inputs(loss_fn, inputs, api):
+def check_inputs(loss_fn, inputs, api):
+    """``inputs`` as a tuple of batches for ``loss_fn(*example)`` (one per argument), or an
+    ArgumentError naming ``api`` (per_example_grad_norms, gradient_noise, diagnose)."""
     if not callable(loss_fn):
         raise ArgumentError(f"{api}: loss_fn must be a function of one example, got "
                             f"{type(loss_fn).__name__}")
@@ -79,7 +81,7 @@ def per_example_grad_norms(loss_fn: Callable[..., Tensor], inputs,
     >>> w.dispose()
     """
     api = "per_example_grad_norms(loss_fn, inputs)"
-    inputs = _check_inputs(loss_fn, inputs, api)
+    inputs = check_inputs(loss_fn, inputs, api)
     choice(method, "method", api, ("auto", "ghost", "vmap"),
            f"{api}: method must be 'auto', 'ghost' or 'vmap', got {describe(method)}")
     if var_list is not None:
@@ -124,7 +126,7 @@ def per_example_grads(loss_fn: Callable[..., Tensor], inputs,
     >>> w.dispose()
     """
     api = "per_example_grads(loss_fn, inputs)"
-    inputs = _check_inputs(loss_fn, inputs, api)
+    inputs = check_inputs(loss_fn, inputs, api)
     if var_list is not None:
         from ..gradients import check_var_list
         check_var_list(var_list, api)
@@ -411,7 +413,7 @@ def gradient_noise(loss_fn: Callable[..., Tensor], inputs,
     """
     api = "gradient_noise(loss_fn, inputs)"
     epsilon = as_number(epsilon, "epsilon", api, minimum=0)
-    inputs = _check_inputs(loss_fn, inputs, api)
+    inputs = check_inputs(loss_fn, inputs, api)
     b = inputs[0].shape[0] if isinstance(inputs[0], Tensor) else len(inputs[0])
     if b < 2:
         raise ArgumentError(f"{api}: the batch has {b} example{'s' if b != 1 else ''}; the "
