@@ -5,8 +5,6 @@ against ``noise_stats`` of loop gradients, λ_max and the trace against ``tf.hes
 schedule; the history, TensorBoard, plot and report; the variables and the optimizer's
 slots bit for bit as without a monitor; bad arguments."""
 import math
-import os
-import struct
 
 import numpy as np
 import pytest
@@ -21,6 +19,7 @@ from flowgrad.debug.instruments import (
 from flowgrad.debug.per_example import noise_stats
 from flowgrad.errors import ArgumentError
 from flowgrad.tensor import registered_variables
+from test_report import read_events
 
 
 @pytest.fixture(autouse=True)
@@ -358,27 +357,11 @@ def test_history_holds_each_instrument_of_the_configuration():
     assert tf.debug.GradientMonitor().history.instruments == {}
 
 
-def _read_events(logdir):
-    from tensorboardX.proto import event_pb2
-    out = []
-    for fname in sorted(os.listdir(logdir)):
-        data = (logdir / fname).read_bytes()
-        pos = 0
-        while pos < len(data):
-            (n,) = struct.unpack("<Q", data[pos:pos + 8])
-            event = event_pb2.Event.FromString(data[pos + 12:pos + 12 + n])
-            pos += 12 + n + 4
-            for v in event.summary.value:
-                out.append((v.tag, event.step, v.histo if v.HasField("histo") else
-                            v.simple_value))
-    return out
-
-
 def test_tensorboard_gets_the_instruments(tmp_path):
     pytest.importorskip("tensorboardX", reason="TensorBoard logs need flowgrad[tensorboard]")
     m = _trained()
     m.to_tensorboard(tmp_path / "run")
-    events = _read_events(tmp_path / "run")
+    events = read_events(tmp_path / "run")
     h = m.history
 
     def series(tag):
@@ -399,7 +382,7 @@ def test_tensorboard_gets_the_instruments(tmp_path):
     opt.minimize(batch_loss)
     opt.minimize(batch_loss)
     m.close()
-    live = _read_events(tmp_path / "live")
+    live = read_events(tmp_path / "live")
     got = sorted((s, v) for t, s, v in live if t == "cockpit/alpha")
     assert [s for s, _ in got] == [0, 1]
     np.testing.assert_allclose([v for _, v in got], m.history.instruments["alpha"], rtol=1e-6)

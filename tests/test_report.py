@@ -124,7 +124,7 @@ def test_missing_matplotlib_names_the_extra(monkeypatch):
 
 # ---------------------------------------------------------------- TensorBoard
 
-def _read_events(logdir):
+def read_events(logdir):
     """Every (tag, step, value) in the event files: TFRecord framing parsed by hand,
     records decoded with tensorboardX's Event proto."""
     from tensorboardX.proto import event_pb2
@@ -150,7 +150,7 @@ def test_tensorboard_events_read_back(tmp_path):
     for _ in range(3):
         opt.minimize(lambda: w.square().sum())
     assert m.to_tensorboard(tmp_path / "run") == str(tmp_path / "run")
-    events = _read_events(tmp_path / "run")
+    events = read_events(tmp_path / "run")
     h = m.history
 
     def series(tag):
@@ -174,7 +174,7 @@ def test_tensorboard_events_read_back(tmp_path):
     m.to_tensorboard(tmp_path / "live", live=True)
     opt.minimize(lambda: w.square().sum())
     m.close()
-    live = _read_events(tmp_path / "live")
+    live = read_events(tmp_path / "live")
     assert sorted(s for t, s, _ in live if t == "loss") == [0, 1, 2, 3]
     ratios = sorted((s, v) for t, s, v in live if t == "update_ratio/tb_w")
     assert [s for s, _ in ratios] == [0, 1, 2, 3]           # step 3's once its update ran
