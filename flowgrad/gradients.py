@@ -374,6 +374,26 @@ def variable_pairs(f: Callable[[], Tensor], var_list: Sequence[Variable] | None 
     [('w_vp_doc', 6.0)]
     >>> w.dispose()
     """
+    return _pairs(f, var_list, api, True)
+
+
+def variable_pairs_here(f: Callable[[], Tensor], var_list: Sequence[Variable] | None = None,
+                        api: str = "variable_grads"
+                        ) -> tuple[Tensor, list[tuple[Variable, Tensor | None]]]:
+    """variable_pairs, with the pass's intermediates left in the caller's scope (minimize
+    runs its gradients and its update in one tidy: one scope a step, not two).
+
+    >>> import flowgrad as tf
+    >>> w = tf.variable(tf.scalar(3.0), name="w_vph_doc")
+    >>> value, pairs = tf.tidy(lambda: tf.gradients.variable_pairs_here(lambda: w.square()))
+    >>> [(v.name, g.item()) for v, g in pairs]
+    [('w_vph_doc', 6.0)]
+    >>> w.dispose()
+    """
+    return _pairs(f, var_list, api, False)
+
+
+def _pairs(f, var_list, api, scoped):
     _check_f(f, api)
     if var_list is None:
         var_list = all_variables()
@@ -389,7 +409,8 @@ def variable_pairs(f: Callable[[], Tensor], var_list: Sequence[Variable] | None 
         raise GradientError(f"variable_grads() expects at least one of the input variables to "
                             f"be trainable, but none of the {n} variables is trainable.")
 
-    y, gs = scopes.tidy(lambda: _variable_pass(f, train))
+    y, gs = scopes.tidy(lambda: _variable_pass(f, train)) if scoped else \
+        _variable_pass(f, train)
     if all(g is None for g in gs):
         raise GradientError(_NO_CONNECTION)
     if y.rank != 0:

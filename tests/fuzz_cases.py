@@ -452,6 +452,7 @@ NO_CASE = {
     "MomentumOptimizer.slot_init": _PROTOCOL,
     "MomentumOptimizer.update_rule": _PROTOCOL,
     "Optimizer.apply_pairs": _PROTOCOL,
+    "Optimizer.apply_here": _PROTOCOL,
     "Optimizer.clip_pairs": _PROTOCOL,
     "Optimizer.slot_init": _PROTOCOL,
     "Optimizer.update_rule": _PROTOCOL,

@@ -528,3 +528,29 @@ def test_fused_kernels_return_fresh_arrays():
                 assert not any(np.shares_memory(o, x) for x in (w, g) + slots)
             for i, o in enumerate(outs):
                 assert not any(np.shares_memory(o, p) for p in outs[i + 1:])
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_a_0d_variable_steps_as_a_1_element_one_to_the_bit(dtype):
+    # the 0-d path computes on NumPy scalars (fused._Scalars), the 1-element path with the
+    # ufuncs: same operations, same roundings, for every rule over random steps
+    from flowgrad import engine as E
+    rng = np.random.default_rng(7)
+    for kind in KINDS:
+        opt = MAKERS[kind]()
+        rule = optimizers._FUSED[type(opt)]
+        for _ in range(20):
+            w = dtype(rng.standard_normal())
+            g = dtype(rng.standard_normal() * 10.0 ** rng.integers(-8, 8))
+            # (rmsprop's centered mg small beside its rms: a real square root)
+            slots = [dtype(abs(rng.standard_normal()) + 1) if name != "mg" else
+                     dtype(0.1 * rng.standard_normal()) for name in opt.slot_names]
+            opt.iterations = int(rng.integers(0, 50))
+            scalar = fused._update(E.B, np.array(w), g, tuple(np.array(s) for s in slots),
+                                   rule, opt)
+            vector = fused._update(E.B, np.array([w]), np.array([g]),
+                                   tuple(np.array([s]) for s in slots), rule, opt)
+            assert len(scalar) == len(vector)
+            for a, b in zip(scalar, vector):
+                assert type(a) is np.ndarray and a.shape == () and a.dtype == dtype, kind
+                assert a.tobytes() == b.tobytes(), (kind, a, b)

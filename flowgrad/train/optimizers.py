@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
 from .. import scopes
 from ..arg_checks import as_int, as_number, describe, flag
 from ..errors import ArgumentError, FlowgradError
-from ..gradients import check_var_list, variable_grads, variable_pairs
+from ..gradients import check_var_list, variable_grads, variable_pairs_here
 from ..camel_case import Result, camel_attribute, camel_to_snake
 from ..ops import OPS
 from ..tensor import find_variable
@@ -139,19 +139,27 @@ class Optimizer:
             if getattr(v, "_disposed", False):
                 raise update.disposed(self, v)
         if type(self).compute_gradients is Optimizer.compute_gradients:
-            # (the pairs directly: no map by name and back; a subclass's own
-            # compute_gradients is still called)
-            value, pairs = variable_pairs(f, var_list, f"{self.class_name}Optimizer.minimize")
-            if var_list is not None:
-                got = {id(v): g for v, g in pairs}
-                pairs = [(v, got.get(id(v))) for v in var_list]
+            # (the pairs directly: no map by name and back, and the gradients and the update
+            # in one scope; a subclass's own compute_gradients is still called)
+            api = f"{self.class_name}Optimizer.minimize"
+
+            def step():
+                value, pairs = variable_pairs_here(f, var_list, api)
+                if var_list is not None:
+                    got = {id(v): g for v, g in pairs}
+                    pairs = [(v, got.get(id(v))) for v in var_list]
+                skipped = self.apply_here(pairs, skip_nonfinite, value)
+                return (value if return_cost else None), skipped
+            value, skipped = scopes.tidy(step)
+            if skipped:
+                _warn_skipped(skipped)
+            return value
+        value, grads = self.compute_gradients(f, var_list)
+        if var_list is not None:
+            pairs = [(v, grads.get(v.name)) for v in var_list]
         else:
-            value, grads = self.compute_gradients(f, var_list)
-            if var_list is not None:
-                pairs = [(v, grads.get(v.name)) for v in var_list]
-            else:
-                pairs = [(find_variable(name), g) for name, g in grads.items()
-                         if find_variable(name) is not None]
+            pairs = [(find_variable(name), g) for name, g in grads.items()
+                     if find_variable(name) is not None]
         try:
             self.apply_pairs(pairs, skip_nonfinite, value)
         except BaseException:
@@ -311,16 +319,29 @@ class Optimizer:
         (True, 0.0)
         >>> w.dispose(); opt.dispose()
         """
+        skipped = scopes.tidy(lambda: self.apply_here(pairs, skip_nonfinite, loss))
+        if skipped:
+            _warn_skipped(skipped)
+            return False
+        return True
+
+    def apply_here(self, pairs: Sequence[tuple[Variable, Tensor | None]],
+                   skip_nonfinite: bool = False, loss: Tensor | None = None) -> str | None:
+        """apply_pairs, with the update's intermediates left in the caller's scope; returns
+        the warning's text when ``skip_nonfinite`` skipped the step (the caller warns),
+        else None.
+
+        >>> import flowgrad as tf
+        >>> w = tf.variable(tf.scalar(1.0), name="w_here_doc")
+        >>> opt = tf.train.sgd(0.5)
+        >>> tf.tidy(lambda: opt.apply_here([(w, tf.scalar(2.0))])), w.item()
+        (None, 0.0)
+        >>> w.dispose(); opt.dispose()
+        """
         skip_nonfinite = _option(skip_nonfinite, "skip_nonfinite", self)
         update.prune(self)
         update.check_targets(self, pairs)
-        rule = _FUSED.get(type(self))
-        skipped = scopes.tidy(lambda: update.step(self, pairs, skip_nonfinite, loss, rule))
-        if skipped:
-            from .. import user_frames      # (the user's minimize line, at any depth)
-            user_frames.warn(skipped, NonFiniteGradientWarning)
-            return False
-        return True
+        return update.step(self, pairs, skip_nonfinite, loss, _FUSED.get(type(self)))
 
     def clip_pairs(self, pairs: list[tuple[Variable, Tensor | None]]
                    ) -> list[tuple[Variable, Tensor | None]]:
@@ -372,6 +393,11 @@ class Optimizer:
         >>> w.dispose()
         """
         raise NotImplementedError
+
+
+def _warn_skipped(text):
+    from .. import user_frames      # (the user's minimize line, at any depth)
+    user_frames.warn(text, NonFiniteGradientWarning)
 
 
 def _check_lr(lr, name):
