@@ -82,4 +82,10 @@ def __getattr__(name):
     raise AttributeError(f"module 'flowgrad' has no attribute '{name}'")
 
 
+# the TF.js spellings of what the op modules and numpy_interop set on the tensor classes
+# (ops exported later get theirs from export)
+from .camel_case import add_camel_aliases as _add_camel_aliases  # noqa: E402
+_add_camel_aliases(Tensor)
+_add_camel_aliases(Variable)
+
 __all__ = sorted(n for n in globals() if not n.startswith("_"))

@@ -480,7 +480,9 @@ def _tensor_module_stub(imports: set[str]) -> str:
     sample = tf.tensor([[1.0, 2.0]])
     var = tf.variable(tf.tensor([1.0]), name="__flowgrad_stubgen_sample__")
     try:
-        skip = lambda v: v is camel_case.camel_attribute   # noqa: E731 - TF.js names: not typed
+        # TF.js spellings: not typed (the IDE shows the snake_case names)
+        skip = lambda v: (v is camel_case.camel_attribute   # noqa: E731
+                          or isinstance(v, camel_case.CamelAlias))
         tensor_cls = render_class(T.Tensor, sample, imports, skip)
         variable_cls = render_class(T.Variable, var, imports, skip, base="Tensor")
     finally:

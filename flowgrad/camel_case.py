@@ -33,6 +33,94 @@ def camel_to_snake(name):
     return "".join(out)
 
 
+class CamelAlias:
+    """A TF.js spelling of an attribute (``matMul`` for ``mat_mul``): a class attribute
+    that reads the snake_case one by name, so a subclass's override is what it finds.
+
+    NOTE: why not ``__getattr__``: on CPython 3.10 and 3.11 a class with ``__getattr__``
+    gets no specialised attribute reads at all (every ``t._data`` in the engine went
+    through the generic lookup: 10% of the instructions of a tiny training step)."""
+    __slots__ = ("snake",)
+
+    def __init__(self, snake):
+        self.snake = snake
+
+    def __get__(self, obj, cls=None):
+        return getattr(cls if obj is None else obj, self.snake)
+
+    def __repr__(self):
+        return f"<TF.js spelling of {self.snake!r}>"
+
+
+_ACRONYMS = {"nd", "nan", "lstm", "fft", "rgb", "hsv", "gru", "lrn", "nms"}   # spaceToBatchND
+_UNSPECIAL = {}
+for _camel, _snake in _SPECIAL.items():
+    _UNSPECIAL.setdefault(_snake, []).append(_camel)
+
+
+def camel_spellings(snake):
+    """The camelCase spellings that ``camel_to_snake`` turns into ``snake`` (each part
+    capitalised, acronyms also in capitals: ``batch_to_space_nd`` -> batchToSpaceNd and
+    batchToSpaceND); none for a name without an underscore (but as1D, isNaN...).
+
+    >>> camel_spellings("mat_mul"), camel_spellings("is_nan")
+    (['matMul'], ['isNan', 'isNAN', 'isNaN'])
+    """
+    parts = snake.split("_")
+    if len(parts) < 2 or not all(parts) or snake[:1] == "_":
+        return list(_UNSPECIAL.get(snake, ()))
+    options = [[parts[0]]]
+    for p in parts[1:]:
+        opts = [p[:1].upper() + p[1:]]
+        if p in _ACRONYMS:
+            opts.append(p.upper())
+        options.append(opts)
+    out = [""]
+    for opts in options:
+        out = [o + p for o in out for p in opts]
+    out = [c for c in out if camel_to_snake(c) == snake]
+    return out + [c for c in _UNSPECIAL.get(snake, ()) if c not in out]
+
+
+def add_camel_aliases(cls, names=None):
+    """Give ``cls`` the TF.js spellings of its public snake_case attributes (``names``, or
+    all of those its classes define), where nothing of that name exists yet."""
+    if names is None:
+        names = {n for c in cls.__mro__ if c is not object for n in vars(c)}
+    for snake in names:
+        if snake[:1] == "_" or "_" not in snake and snake not in _UNSPECIAL:
+            continue
+        if isinstance(_static(cls, snake), CamelAlias):
+            continue
+        for camel in camel_spellings(snake):
+            if _static(cls, camel) is None:
+                setattr(cls, camel, CamelAlias(snake))
+
+
+def _static(cls, name):
+    for c in cls.__mro__:
+        if name in vars(c):
+            return vars(c)[name]
+    return None
+
+
+class CamelCase:
+    """Base of the classes with TF.js spellings (Tensor, the optimizers, tf.engine()'s
+    facade): ``x.matMul`` is ``x.mat_mul``, for the attributes a class or subclass defines
+    (``add_camel_aliases`` for those added later), and ``dir()`` shows the snake_case
+    names only."""
+    __slots__ = ()
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        add_camel_aliases(cls, set(vars(cls)))
+
+    def __dir__(self):
+        cls = type(self)
+        return sorted(n for n in set(dir(cls)) - {"__weakref__"}
+                      if not isinstance(_static(cls, n), CamelAlias))
+
+
 def camel_attribute(obj, name):
     """``__getattr__`` for classes with TF.js names: ``obj.startScope`` is
     ``obj.start_scope``; anything else is an AttributeError naming the class."""

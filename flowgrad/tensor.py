@@ -22,7 +22,7 @@ from . import interceptors
 from .arg_checks import flag, norm_axis
 from .errors import (ArgumentError, DisposedError, DtypeError, GradientError, ShapeError,
                      VariableError)
-from .camel_case import camel_attribute
+from .camel_case import CamelCase
 from .printing import tensor_to_string
 from .recording import current_session, is_recorded
 from .thread_state import next_id
@@ -33,7 +33,7 @@ _NOT_USER = tuple(os.path.dirname(os.path.abspath(m.__file__)) + os.sep
                   for m in (E, np))
 
 
-class Tensor:
+class Tensor(CamelCase):
     """An immutable n-dimensional array of float32, float64, int32 or bool.
 
     Create with ``tf.tensor``, ``tf.scalar``, ``tf.zeros``...; combine with ops
@@ -414,12 +414,6 @@ class Tensor:
         return variable(self, trainable, name, dtype)
 
     __del__ = E.tensor_del
-
-    # ------------------------------------------------------------- camelCase
-    __getattr__ = camel_attribute
-
-    def __dir__(self):
-        return sorted(set(dir(type(self))) - {"__weakref__"})
 
 
 class Variable(Tensor):

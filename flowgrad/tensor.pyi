@@ -77,8 +77,6 @@ class Tensor:
     def __bool__(self) -> bool: ...
     def __del__(self) -> None:
         """Tensor.__del__: un-count a tensor the garbage collector frees (in whatever thread)."""
-    def __dir__(self) -> Any:
-        """Default dir() implementation."""
     def __dlpack__(self, *, stream=None, max_version=None, dl_device=None, copy=None) -> Any:
         """The DLPack capsule of the tensor's array: ``np.from_dlpack(t)`` (CuPy, PyTorch,
         JAX likewise) reads the tensor's memory without a copy. Do not write through it:

@@ -32,6 +32,7 @@ from ..arg_checks import (alive, as_int, as_ints, as_number, flag, norm_axes,  #
                     norm_axis)  # (re-exported: the family files import them from here)
 from ..errors import DtypeError
 from ..strings import OPS_HINT as _STRINGS_HINT, STRING
+from ..camel_case import add_camel_aliases
 from ..tensor import Tensor, convert
 
 OPS = {}         # public name -> function: everything exported as tf.<name>
@@ -169,6 +170,7 @@ def export(fn=None, *, method=True, name=None, alias=(), namespace=None, kernel=
             setattr(Tensor, n, f)
             for a in alias:
                 setattr(Tensor, a, f)
+            add_camel_aliases(Tensor, (n,) + tuple(alias))
         return f
     return deco(fn) if fn is not None else deco
 
@@ -176,7 +178,9 @@ def export(fn=None, *, method=True, name=None, alias=(), namespace=None, kernel=
 def primitive(name, **flags):
     """Decorator: make a forward kernel ``fwd(B, *arrays, **attrs)`` a Primitive (``flags``:
     those of ``engine.Primitive``: ``vmap=`` its tf.vmap rule, ``impure=True`` for random or
-    stateful kernels, ``ufunc=`` / ``expr=`` its fusion forms, ``batched_vjp=True``...)."""
+    stateful kernels, ``ufunc=`` / ``expr=`` its fusion forms, ``native=`` its form in
+    tf.jit's compiled segments, ``batched_vjp=True``...). ``unary`` and ``binary`` pass
+    these flags on."""
     def deco(fwd):
         p = E.Primitive(name, fwd, **flags)
         PRIMITIVES[name] = p
