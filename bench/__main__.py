@@ -40,7 +40,7 @@ def main(argv=None):
     return 0
 
 
-COLUMNS = ("eager", "tf.jit", "jit 2 threads", "torch", "jax")
+COLUMNS = ("eager", "tf.jit", "jit native", "jit 2 threads", "torch", "jax")
 _SIZE = re.compile(r"(\d+ elt|\d(?:\.\d+)?e[+-]?\d+)")
 
 
@@ -52,6 +52,8 @@ def _classify(label):
         col = "jax"
     elif "2 threads" in label:
         col = "jit 2 threads"
+    elif "tf.jit native" in label:
+        col = "jit native"
     elif "tf.jit" in label:
         col = "tf.jit"
     else:

@@ -1,5 +1,7 @@
 """The workloads. Each returns rows (label, flowgrad seconds, floor seconds, unit scale,
 unit) after checking that flowgrad's result equals the floor's."""
+import importlib.util
+
 import numpy as np
 
 import flowgrad as tf
@@ -7,6 +9,11 @@ from flowgrad import tape
 
 from . import peers
 from .timing import measure
+
+# tf.jit's rows run the NumPy replay (backend="numpy": "auto" would switch to native code in
+# the middle of a measurement where numba is installed); the "tf.jit native" rows, beside
+# them where numba is installed, run the compiled segments (issue 29)
+NATIVE = importlib.util.find_spec("numba") is not None
 
 
 def _chain_floor(x, n_ops):
@@ -59,11 +66,19 @@ def w1(reps, n_ops=200):
                      "us/op"))
         rows += [(f"W1 chain fwd+bwd, {size} elt [{peer}]", t[peer], t["np"], 1e6 / n_ops,
                   "us/op") for peer in others]
-        jitted = tf.jit(tf.grad(lambda t: _chain(t, n_ops)))
+        jitted = tf.jit(tf.grad(lambda t: _chain(t, n_ops)), backend="numpy")
         np.testing.assert_allclose(jitted(x).numpy(), floor(), rtol=1e-4)
-        t = measure({"fg": lambda: jitted(x), "np": floor}, reps, inner=5)
+        runs = {"fg": lambda: jitted(x), "np": floor}
+        if NATIVE:
+            native = tf.jit(tf.grad(lambda t: _chain(t, n_ops)), backend="native")
+            np.testing.assert_allclose(native(x).numpy(), floor(), rtol=1e-4)
+            runs["native"] = lambda: native(x)
+        t = measure(runs, reps, inner=5)
         rows.append((f"W1 chain fwd+bwd, {size} elt, tf.jit", t["fg"], t["np"], 1e6 / n_ops,
                      "us/op"))
+        if NATIVE:
+            rows.append((f"W1 chain fwd+bwd, {size} elt, tf.jit native", t["native"], t["np"],
+                         1e6 / n_ops, "us/op"))
         fwd_np = _chain_fwd_floor(a, n_ops)
         t = measure({"fg": lambda: _chain(x, n_ops), "np": fwd_np}, reps, inner=5)
         rows.append((f"W1 chain fwd only, {size} elt", t["fg"], t["np"], 1e6 / n_ops,
@@ -223,7 +238,7 @@ def w2(reps, steps=200):
     # the same training run with the whole step traced once and replayed
     floor = _NumpyAdam(params)
     vs, opt, loss = _mlp_flowgrad(x, y, params)
-    step = tf.jit(lambda: opt.minimize(loss, return_cost=True))
+    step = tf.jit(lambda: opt.minimize(loss, return_cost=True), backend="numpy")
     try:
         for _ in range(steps):
             last_np = floor.step(x, y)
@@ -287,12 +302,12 @@ def w3(reps, sizes=(10**6, 10**7)):
         rows.append((f"W3 grad of sum(exp sin + x^2), {n:.0e}", t["fg"], t["np"], 1e3, "ms"))
         if "torch" in t:
             rows.append((f"W3 ... {n:.0e} [torch]", t["torch"], t["np"], 1e3, "ms"))
-        jg = tf.jit(g)          # (threads: python -m bench --threads N, else 1)
+        jg = tf.jit(g, backend="numpy")     # (threads: python -m bench --threads N, else 1)
         np.testing.assert_allclose(jg(x).numpy(), floor(), rtol=1e-5, atol=1e-6)
         t = measure({"fg": lambda: jg(x), "np": floor}, reps)
         rows.append((f"W3 ... {n:.0e}, tf.jit", t["fg"], t["np"], 1e3, "ms"))
         # fused chains split among two threads, against the same one-thread floor
-        jg2 = tf.jit(g, threads=2)
+        jg2 = tf.jit(g, threads=2, backend="numpy")
         np.testing.assert_array_equal(jg2(x).numpy(), jg(x).numpy())
         t = measure({"fg": lambda: jg2(x), "np": floor}, reps)
         rows.append((f"W3 ... {n:.0e}, tf.jit, 2 threads", t["fg"], t["np"], 1e3, "ms"))
@@ -344,10 +359,17 @@ def w4a(reps, n=10**6):
         rows.append((f"{label}, grad of grad", t["fg"], t["np"], 1e3, "ms"))
         if torch_d2 is not None:
             rows.append((f"{label}, grad of grad [torch]", t["torch"], t["np"], 1e3, "ms"))
-        jd2 = tf.jit(d2)
+        jd2 = tf.jit(d2, backend="numpy")
         np.testing.assert_allclose(jd2(x).numpy(), closed(), rtol=1e-5, atol=1e-5)
-        t = measure({"fg": lambda: jd2(x), "np": closed}, reps)
+        runs = {"fg": lambda: jd2(x), "np": closed}
+        if NATIVE:
+            nd2 = tf.jit(d2, backend="native")
+            np.testing.assert_allclose(nd2(x).numpy(), closed(), rtol=1e-5, atol=1e-5)
+            runs["native"] = lambda: nd2(x)
+        t = measure(runs, reps)
         rows.append((f"{label}, tf.jit", t["fg"], t["np"], 1e3, "ms"))
+        if NATIVE:
+            rows.append((f"{label}, tf.jit native", t["native"], t["np"], 1e3, "ms"))
     return rows
 
 
@@ -380,7 +402,7 @@ def w5(reps, steps=10_000):
 
     def opt_step():
         opt.minimize(loss)
-    jstep, jopt = tf.jit(step), tf.jit(opt_step)
+    jstep, jopt = tf.jit(step, backend="numpy"), tf.jit(opt_step, backend="numpy")
 
     def loop(f):
         def run():
@@ -397,7 +419,10 @@ def w5(reps, steps=10_000):
     try:
         runs = {"fg": loop(step), "jit": loop(jstep), "min": loop(opt_step),
                 "jmin": loop(jopt), "np": floor}
-        for k in ("fg", "jit", "min", "jmin"):
+        if NATIVE:
+            runs["nat"] = loop(tf.jit(step, backend="native"))
+            runs["nmin"] = loop(tf.jit(opt_step, backend="native"))
+        for k in [k for k in runs if k != "np"]:
             w.assign(tf.scalar(0.5))
             before = tf.memory().num_tensors
             runs[k]()
@@ -422,6 +447,9 @@ def w5(reps, steps=10_000):
             ("W5 ..., an empty tidy (no step)", t["tidy"], t["np"], *per),
             ("W5 minimize: tiny SGD by optimizer", t["min"], t["np"], *per),
             ("W5 minimize ..., tf.jit", t["jmin"], t["np"], *per)]
+    if NATIVE:
+        rows += [("W5 ..., tf.jit native", t["nat"], t["np"], *per),
+                 ("W5 minimize ..., tf.jit native", t["nmin"], t["np"], *per)]
     if "torch" in t:
         rows.append(("W5 ... [torch]", t["torch"], t["np"], *per))
     if "torch_opt" in t:

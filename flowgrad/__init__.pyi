@@ -86,6 +86,7 @@ from .jacobians import jacobian as jacobian
 from . import jacobians as jacobians
 from .jit import jit as jit
 from . import jit_closures as jit_closures
+from . import jit_native as jit_native
 from .jacobians import jvp as jvp
 from .scopes import keep as keep
 from .scopes import memory as memory

@@ -82,12 +82,12 @@ class Primitive:
     in ``flowgrad.ops._core``.
     """
     __slots__ = ("name", "fwd", "vjp", "multi", "save_y", "view", "cut", "vjp_needs",
-                 "strict", "batched_vjp", "ufunc", "expr", "impure", "vmap_rule",
+                 "strict", "batched_vjp", "ufunc", "expr", "native", "impure", "vmap_rule",
                  "vmap_boundary", "arg_names", "zero_grad", "__weakref__")
 
     def __init__(self, name, fwd, *, multi=False, save_y=False, view=False, cut=False,
-                 strict=False, batched_vjp=False, ufunc=None, expr=None, impure=False,
-                 vmap=None, vmap_boundary=False, zero_grad=False):
+                 strict=False, batched_vjp=False, ufunc=None, expr=None, native=None,
+                 impure=False, vmap=None, vmap_boundary=False, zero_grad=False):
         self.name = name          # kernel name, as in TF.js ("Exp", "BatchMatMul")
         self.fwd = fwd
         self.vjp = None
@@ -105,6 +105,10 @@ class Primitive:
         # expression on float operands, which a replay writes inline
         self.ufunc = ufunc
         self.expr = expr
+        # its native form (tf.jit(backend="native"), flowgrad/jit_native.py): the kernel on
+        # one float element, as a numba expression ("math.exp({0})"; T(c) is the constant c
+        # in the operands' dtype), or a function (operands, constants) -> such an expression
+        self.native = native
         # random or stateful: tf.jit never folds it nor removes it when its result is unused
         self.impure = impure
         # tf.vmap: the batching rule (None: undeclared; it then loops per example, warning),
@@ -286,6 +290,15 @@ def to_host(a):
     if ns is None:
         raise BackendError(f"an array of type {type(a).__name__} belongs to no backend")
     return ns.to_numpy(a)
+
+
+def host_view(a):
+    """A read-only NumPy view of a backend array (a copy from a GPU): what tf.debug.callback
+    hands to Python code, eagerly and from tf.jit's replays."""
+    a = to_host(a)
+    v = a.view() if isinstance(a, np.ndarray) else np.asarray(a)
+    v.flags.writeable = False
+    return v
 
 
 def _check_inputs(prim, inputs):

@@ -194,7 +194,7 @@ def fuse(steps, meta, escape, threads=None):
         return steps
     readers = {}
     for i, st in enumerate(steps):
-        for r in (st[2] if st[0] == "k" else (st[2],)):
+        for r in (st[2] if st[0] != "a" else (st[2],)):
             if r[0] == "s":
                 readers.setdefault(r[1], []).append(i)
     out, chain, made, key = [], [], set(), None
@@ -218,8 +218,8 @@ def fuse(steps, meta, escape, threads=None):
             chain.append((i, st))
             made.add(st[4][0])
             continue
-        refs = st[2] if st[0] == "k" else (st[2],)
-        if chain and (any(r[0] == "s" and r[1] in made for r in refs) or
+        refs = st[2] if st[0] != "a" else (st[2],)      # (a native segment's: a tuple)
+        if chain and (any(r[0] == "s" and r[1] in made for r in refs) or st[0] == "cb" or
                       (st[0] == "k" and st[1].impure)):
             close()
         out.append(st)

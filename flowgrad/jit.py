@@ -24,17 +24,20 @@ from __future__ import annotations
 import functools
 from typing import Any, Callable, TypeVar, overload
 import threading
+import time
 
 import numpy as np
 
 from . import batching as _batching
 from . import fusion as _fusion
 from . import jit_closures
+from . import jit_native
 from . import engine as E
 from . import float_errors
 from . import interceptors
+from . import user_frames
 from .arg_checks import as_int, check_arity
-from .errors import ArgumentError, JitError
+from .errors import ArgumentError, JitError, MissingDependencyError
 from .camel_case import Result
 from .ops import PRIMITIVES
 from .recording import is_recording
@@ -42,11 +45,12 @@ from .replay_buffers import Recycled, plan, ufunc_target
 from .tensor import Tensor, Variable, convert
 
 MAX_TRACES = 32
+BACKENDS = ("auto", "native", "numpy")
 _tracing = threading.Lock()     # one trace at a time: E.run_kernel is swapped process-wide
 
 
 class _Tracer:
-    def __init__(self):
+    def __init__(self, sites=False):
         self.steps = []            # ("k", prim, refs, attrs, out_slots) / ("a", var, ref)
         self.slot_of = {}          # id(tensor) -> slot
         self.arr_slot = {}         # id(array) -> slot: tensors made from kernel outputs
@@ -57,6 +61,9 @@ class _Tracer:
         self.plain_run = E.run_kernel      # what lies below the tracer (interceptors.set_layer)
         self.plain_make = E.make_tensor
         self.thread = threading.get_ident()     # other threads' ops are not traced
+        # backend="native": slot -> the user's line whose op made it (for its warning)
+        self.sites = {} if sites else None
+        self.paused = 0            # >0 while a tf.debug.callback runs: its work is not traced
 
     def new_slot(self, t):
         k = len(self.meta)
@@ -78,19 +85,37 @@ class _Tracer:
         self.plain_run, self.plain_make = run, make
 
     # the seams
+    def traces_this_thread(self):
+        """Whether this thread's kernels are being traced now (not another thread's, and
+        not a callback's)."""
+        return threading.get_ident() == self.thread and not self.paused
+
+    def on_callback(self, fn, tensors):
+        """tf.debug.callback while tracing: a step that calls ``fn`` with the values at
+        every replay, and the call now, with tracing paused (fn's own ops, reads and
+        assignments are not part of the step)."""
+        self.steps.append(("cb", fn, tuple(self.ref(t) for t in tensors)))
+        self.paused += 1
+        try:
+            fn(*[E.host_view(t._data) for t in tensors])
+        finally:
+            self.paused -= 1
+
     def run_kernel(self, prim, inputs, attrs=None):
         out = self.plain_run(prim, inputs, attrs)
-        if threading.get_ident() != self.thread:
+        if threading.get_ident() != self.thread or self.paused:
             return out
         refs = tuple(self.ref(t) for t in inputs)
         outs = out if isinstance(out, tuple) else (out,)
         slots = tuple(self.new_slot(o) for o in outs)
         self.steps.append(("k", prim, refs, attrs, slots))
+        if self.sites is not None:
+            self.sites[slots[0]] = user_frames.capture(1)
         return out
 
     def make_tensor(self, a):
         t = self.plain_make(a)
-        if threading.get_ident() != self.thread:
+        if threading.get_ident() != self.thread or self.paused:
             return t
         k = self.arr_slot.get(id(a))
         if k is not None:          # a new tensor over a kernel's output (a saved output)
@@ -101,6 +126,8 @@ class _Tracer:
         return t
 
     def on_assign(self, var, value):
+        if self.paused and threading.get_ident() == self.thread:
+            return                  # (a callback's: it runs at every replay anyway)
         if threading.get_ident() != self.thread:
             raise JitError("tf.jit: a variable was assigned from another thread while a "
                            "function was being traced; the trace cannot tell whether the "
@@ -109,7 +136,7 @@ class _Tracer:
         self.steps.append(("a", var, self.ref(value)))
 
     def on_read(self, t):
-        if threading.get_ident() != self.thread:
+        if threading.get_ident() != self.thread or self.paused:
             return
         if id(t) not in self.slot_of:       # a tensor from outside: its value is baked in
             self.reads[id(t._data)] = t._data
@@ -156,10 +183,10 @@ def _unflatten(tpl, leaves):
 class _Trace:
     """What compiling a trace takes (its steps and slot shapes), without the traced
     tensors."""
-    __slots__ = ("steps", "meta")
+    __slots__ = ("steps", "meta", "sites")
 
     def __init__(self, tracer):
-        self.steps, self.meta = tracer.steps, tracer.meta
+        self.steps, self.meta, self.sites = tracer.steps, tracer.meta, tracer.sites
 
 
 class _Program:
@@ -170,18 +197,40 @@ class _Program:
     a replay no call is running, compiling another (with its own buffers) when every one
     is busy, and puts it back when done. Calls from three threads used to share one, and
     107-114 of 120 returned wrong values (tests/test_engine_state.py).
+
+    Backends: "numpy" replays every kernel as a NumPy call; "native" compiles the replay's
+    elementwise segments with numba now (flowgrad/jit_native.py); "auto" (with numba
+    installed) starts as "numpy" and compiles natively once its replays have taken as long
+    as compiling is estimated to take (``pending`` seconds): a function called a few times
+    never pays for a compile, one called in a loop pays at most twice what it would have.
     """
 
-    def __init__(self, tracer, n_args, out_refs, template, threads=None, watch=None):
+    def __init__(self, tracer, n_args, out_refs, template, threads=None, watch=None,
+                 backend="numpy", label="fn"):
         self.template = template
         self.watch = watch          # the tensors and variables it read by name, or None
         self.out_kinds = [r[0] for r in out_refs]
-        self._spec = (_Trace(tracer), n_args, out_refs, threads, watch)
+        self.backend = backend
+        self.lowering = None if backend == "numpy" else \
+            jit_native.Lowering(backend, tracer.sites, label)
+        self.pending = None         # auto: seconds of replays after which it compiles
+        self.spent = 0.0
+        self._switching = threading.Lock()
+        trace = _Trace(tracer)
+        self._spec = (trace, n_args, out_refs, threads, watch,
+                      self.lowering if backend == "native" else None)
         self.fn, self.namespace = _compile(*self._spec)
         self.source = self.namespace["__source__"]      # the replay, as Python code
         self._idle = [self.fn]      # replays no call is running (list pop/append: atomic)
+        if backend == "auto":
+            _plan(trace, out_refs, self.lowering)
+            if self.lowering.segments:
+                self.pending = self.lowering.compile_seconds()
 
     def __call__(self, arrays):
+        pending = self.pending          # (auto, before compiling: replays are timed)
+        if pending is not None:
+            t0 = time.perf_counter()
         idle = self._idle
         try:
             fn = idle.pop()
@@ -194,6 +243,10 @@ class _Program:
         finally:
             float_errors.fpe_restore(q)
             idle.append(fn)         # (an interrupt before this only loses a replay)
+        if pending is not None:
+            self.spent += time.perf_counter() - t0
+            if self.spent >= pending:
+                self._go_native()
         if outs is None:            # a name it read by now holds another tensor (or none)
             self.watch.fail()       # (raises, naming it)
         if not outs and self.template[0] == "X":
@@ -203,6 +256,48 @@ class _Program:
             leaves.append(val if kind == "v" else E.make_tensor(val))
         return _unflatten(self.template, leaves)
 
+    def _go_native(self):
+        """auto: compile the native replay and use it from now on (one thread compiles;
+        the others go on replaying NumPy meanwhile)."""
+        if not self._switching.acquire(blocking=False):
+            return
+        try:
+            if self.pending is None:
+                return
+            spec = self._spec[:5] + (self.lowering,)
+            try:
+                fn, ns = _compile(*spec)
+            except Exception as e:      # (numba refused the code: stay on NumPy, say why)
+                self.lowering.failed = f"{type(e).__name__}: {e}"
+                self.pending = None
+                return
+            self._spec, self.fn, self.namespace = spec, fn, ns
+            self.source = ns["__source__"]
+            self._idle = [fn]       # (replays running now go back to the old list)
+            self.pending = None
+        finally:
+            self._switching.release()
+
+    def explain(self, key, why="backend 'numpy'"):
+        """What runs native and what stays NumPy, for the signature ``key`` (``why``: why
+        a program of the NumPy backend is one)."""
+        sig = ", ".join(f"{np.dtype(dt).name}{list(shape)}" for shape, dt in key) if \
+            isinstance(key, tuple) else "()"
+        head = f"signature ({sig}):"
+        low = self.lowering
+        if low is None:
+            k = _count(self)
+            return [f"{head} NumPy replay ({why}; {k} kernel{'s' if k != 1 else ''})"]
+        if low.failed is not None:
+            return [f"{head} NumPy replay: compiling failed ({low.failed})"]
+        if self.pending is not None:
+            head += (f" NumPy replay for now: compiled once replays have taken "
+                     f"{self.pending * 1e3:.0f} ms (so far {self.spent * 1e3:.1f} ms); the "
+                     f"plan:")
+        elif not low.segments:
+            head += " NumPy replay: no segment runs faster compiled"
+        return [head] + low.describe()
+
 
 # The kernels the peepholes below know, by identity (a kernel renamed fails here, at import).
 # Which kernels a replay keeps even unused is each kernel's own declaration (impure=True).
@@ -211,12 +306,17 @@ _FILL, _ADD, _MULTIPLY = PRIMITIVES["Fill"], PRIMITIVES["Add"], PRIMITIVES["Mult
 _ONES_KEEP = (PRIMITIVES["Reshape"], PRIMITIVES["BroadcastTo"], PRIMITIVES["Identity"])
 
 
-def _simplify(tr, out_refs):
+def _count(prog):
+    return sum(1 for st in prog._spec[0].steps if st[0] == "k")
+
+
+def _simplify(tr, out_refs, exact=False):
     """Peepholes on the trace: a pure kernel of constants only (a gradient's seed of ones,
     its reshapes and broadcasts) is computed once, here, and becomes a constant;
     multiplications by the all-ones seed of a gradient are dropped (x * 1 == x to the bit),
     then kernels whose results nobody uses (the value of a loss whose gradient alone is
-    returned...) are removed."""
+    returned...) are removed. ``exact``: the native path's peepholes too
+    (jit_native.rewrite: x * 1, x ** 1, x ** 2 as x * x...; the same bits)."""
     alias, ones, steps = {}, set(), []
     ones_c = []         # folded all-ones constants (arrays: by identity, never by ==)
     returned = {r[1] for r in out_refs if r[0] == "s"}
@@ -228,6 +328,9 @@ def _simplify(tr, out_refs):
     for st in tr.steps:
         if st[0] == "a":
             steps.append(("a", st[1], sub(st[2])))
+            continue
+        if st[0] == "cb":
+            steps.append(("cb", st[1], tuple(sub(r) for r in st[2])))
             continue
         _, prim, refs, attrs, outs = st
         refs = tuple(sub(r) for r in refs)
@@ -259,6 +362,13 @@ def _simplify(tr, out_refs):
                     break
             if outs[0] in alias:
                 continue
+        if exact and not attrs and len(outs) == 1:
+            rw = jit_native.rewrite(prim, refs, tr.meta[outs[0]], tr.meta)
+            if rw is not None and rw[0] == "alias":
+                alias[outs[0]] = rw[1]
+                continue
+            if rw is not None:
+                prim, refs = rw[1], rw[2]
         steps.append(("k", prim, refs, attrs, outs))
     out_refs = [sub(r) for r in out_refs]
     live = {r[1] for r in out_refs if r[0] == "s"}
@@ -267,7 +377,7 @@ def _simplify(tr, out_refs):
         if st[0] == "k" and not any(o in live for o in st[4]) and not st[1].impure:
             continue
         kept.append(st)
-        for r in (st[2] if st[0] == "k" else (st[2],)):
+        for r in _reads(st):
             if r[0] == "s":
                 live.add(r[1])
     return kept[::-1], out_refs
@@ -326,8 +436,14 @@ def _liveness(steps, out_refs):
     return last, escape
 
 
-def _compile(tr, n_args, out_refs, threads=None, watch=None):
-    steps, out_refs = _simplify(tr, out_refs)
+def _plan(tr, out_refs, lowering):
+    """The native plan of a trace (lowering.plan, lowering.segments), compiling nothing."""
+    steps, out_refs = _simplify(tr, out_refs, True)
+    lowering.lower(steps, tr.meta, _liveness(steps, out_refs)[1])
+
+
+def _compile(tr, n_args, out_refs, threads=None, watch=None, lowering=None):
+    steps, out_refs = _simplify(tr, out_refs, lowering is not None)
     # __name__: NumPy's warnings from the replay are flowgrad's (filtered like kernels')
     ns = {"np": np, "B": E.B, "_set": _set_var, "__name__": "flowgrad.jit.replay"}
     names = {}
@@ -345,6 +461,9 @@ def _compile(tr, n_args, out_refs, threads=None, watch=None):
         return names[key] + ("._data" if kind == "v" else "")
 
     last, escape = _liveness(steps, out_refs)
+    if lowering is not None:        # native segments first: fusion takes what stays NumPy
+        steps = lowering.lower(steps, tr.meta, escape)
+        last, escape = _liveness(steps, out_refs)
     steps = _fusion.fuse(steps, tr.meta, escape, threads)
     if any(st[0] == "f" for st in steps):
         last, escape = _liveness(steps, out_refs)
@@ -360,6 +479,11 @@ def _compile(tr, n_args, out_refs, threads=None, watch=None):
     for i, st in enumerate(steps):
         if st[0] == "a":
             lines.append(f"    _set({name_of(('c', st[1]))}, {name_of(st[2])})")
+        elif st[0] == "cb":        # tf.debug.callback: fn with read-only views of the values
+            ns[f"cb{i}"], ns["_view"] = st[1], E.host_view
+            lines.append(f"    cb{i}({', '.join(f'_view({name_of(r)})' for r in st[2])})")
+        elif st[0] == "n":         # a compiled segment (jit_native.Segment)
+            lines += st[1].emit(i, [name_of(r) for r in st[2]], ns, escape)
         elif st[0] == "f":
             # a fused chain: its outputs in pooled buffers, or recycled where returned
             _, fc, refs, _, outs = st
@@ -458,14 +582,17 @@ _F = TypeVar("_F", bound=Callable[..., Any])
 
 
 @overload
-def jit(fn: _F, *, max_traces: int = ..., threads: int | None = ...) -> _F: ...
+def jit(fn: _F, *, max_traces: int = ..., threads: int | None = ...,
+        backend: str = ...) -> _F: ...
 @overload
-def jit(fn: None = None, *, max_traces: int = ...,
-        threads: int | None = ...) -> Callable[[_F], _F]: ...
+def jit(fn: None = None, *, max_traces: int = ..., threads: int | None = ...,
+        backend: str = ...) -> Callable[[_F], _F]: ...
 
 
-def jit(fn: Any = None, *, max_traces: int = MAX_TRACES, threads: int | None = None) -> Any:
-    """Trace ``fn`` once per input signature and replay its kernels as flat NumPy code.
+def jit(fn: Any = None, *, max_traces: int = MAX_TRACES, threads: int | None = None,
+        backend: str = "auto") -> Any:
+    """Trace ``fn`` once per input signature and replay its kernels as flat NumPy code, or
+    compile them to native code (``backend``).
 
     The same results as calling fn, for functions whose Python control flow does not
     depend on tensor values. Inside a recording gradient function fn runs eagerly (so it
@@ -514,15 +641,64 @@ def jit(fn: Any = None, *, max_traces: int = MAX_TRACES, threads: int | None = N
     >>> total = tf.jit(lambda xb: (xb * 2).sum())  # the fix: an argument
     >>> total(xb).item()
     20.0
+
+    Native code: ``backend="native"`` compiles each run of elementwise kernels of the
+    trace (forward and backward: +, -, *, /, exp, log, sin, cos, tanh, sqrt, pow, max,
+    min, relu, sigmoid and their gradient kernels...; every kernel whose declaration
+    gives a native form) into one loop over the elements, with numba, the optional extra
+    ``pip install 'flowgrad[jit]'``; a program of scalars (a tiny SGD step) becomes one
+    compiled call. Matrix products, reductions, reshapes, integer kernels and kernels with
+    no native form stay NumPy steps between the compiled segments (a kernel with no native
+    form is warned about once per traced signature, naming it and its line), and so do
+    large blocks of exp/log/sin/tanh, where NumPy's vectorised loops are faster than
+    numba's (a measured cost model chooses per segment). ``explain()`` on the jitted
+    function says, per traced signature, which segments run native and why the others
+    do not. ``"auto"`` (the default) is ``"native"`` where numba is installed, compiling
+    once the NumPy replays of a signature have taken about as long as compiling it would
+    (about 0.1 s; a function called a few times never compiles), else ``"numpy"``:
+    today's NumPy replay, which gives eager's bits. Native results are those of the
+    NumPy replay within 4 ulp per kernel that calls a transcendental function
+    (``jit_native.ULP_BOUND``; numba calls the C library's exp, sin, tanh... where NumPy
+    has its own SIMD loops; 3 ulp measured), adding up along a chain as roundings do;
+    +, -, *, /, sqrt, abs, max, min and relu give the same bits, and float32 stays
+    float32 (every constant is typed).
+
+    >>> f = tf.jit(lambda x: x * 2 + 1)       # "auto": native code where numba is installed
+    >>> [f(tf.tensor([1.0, 2.0])).numpy().tolist() for _ in range(3)]
+    [[3.0, 5.0], [3.0, 5.0], [3.0, 5.0]]
+    >>> step = tf.jit(tf.grad(lambda x: (x.sin() * x).sum()), backend="numpy")
+    >>> step(tf.tensor([1.0, 2.0])).dtype       # traced
+    'float32'
+    >>> print(step.explain())                   # doctest: +ELLIPSIS
+    tf.jit(grad(<lambda>)), backend 'numpy': 1 traced signature
+    signature (float32[2]): NumPy replay (backend 'numpy'; ... kernels)
+    >>> tf.jit(abs, backend="llvm")             # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    flowgrad.errors.ArgumentError: tf.jit(fn, backend='llvm'): backend must be one of ...
     """
     if threads is not None:
         threads = as_int(threads, "threads", "tf.jit", 1)
     max_traces = as_int(max_traces, "max_traces", "tf.jit", 1)
+    if not isinstance(backend, str) or backend not in BACKENDS:
+        raise ArgumentError(f"tf.jit(fn, backend={backend!r}): backend must be one of "
+                            f"{', '.join(repr(b) for b in BACKENDS)} (\"auto\": native code "
+                            f"where numba is installed, else the NumPy replay)")
+    asked = backend
+    if backend != "numpy" and not jit_native.numba_installed():
+        if backend == "native":
+            raise MissingDependencyError(
+                f"tf.jit(fn, backend='native') compiles with numba, which is not installed: "
+                f"{jit_native.HINT} (or backend='numpy', or 'auto': native where numba is "
+                f"installed)")
+        backend = "numpy"
     if fn is None:
-        return functools.partial(jit, max_traces=max_traces, threads=threads)
+        return functools.partial(jit, max_traces=max_traces, threads=threads,
+                                 backend=backend)
     if not callable(fn):
         raise ArgumentError(f"tf.jit(fn): fn must be a function, got {type(fn).__name__}")
     programs: dict[Any, Any] = {}
+    label = getattr(fn, "__name__", type(fn).__name__)
 
     @functools.wraps(fn)
     def wrapper(*args):
@@ -549,7 +725,7 @@ def jit(fn: Any = None, *, max_traces: int = MAX_TRACES, threads: int | None = N
         if not _tracing.acquire(blocking=False):
             return fn(*args)           # another thread is tracing: this call runs eagerly
         try:
-            result, prog = _trace(fn, ts, threads)
+            result, prog = _trace(fn, ts, threads, backend, label)
             if len(programs) >= max_traces:      # (under the lock: one writer at a time)
                 programs.pop(next(iter(programs)))
             programs[key] = _EAGER if prog is None else prog
@@ -557,16 +733,28 @@ def jit(fn: Any = None, *, max_traces: int = MAX_TRACES, threads: int | None = N
             _tracing.release()
         return result
 
+    def explain():
+        """Per traced signature: which segments run native and why the others stay NumPy."""
+        progs = [(k, p) for k, p in list(programs.items()) if p is not _EAGER]
+        head = f"tf.jit({label}), backend {asked!r}: {len(progs)} traced signature" + \
+            ("s" if len(progs) != 1 else "")
+        if not progs:
+            return head + " (call it once to trace it)"
+        why = "numba is not installed: " + jit_native.HINT if asked != backend else \
+            "backend 'numpy'"
+        return "\n".join([head] + [line for k, p in progs for line in p.explain(k, why)])
+
     wrapper.traces = programs  # type: ignore[attr-defined]
+    wrapper.explain = explain  # type: ignore[attr-defined]
     return wrapper
 
 
 _EAGER = object()       # a program for these shapes: run fn eagerly (it uses tf.vmap)
 
 
-def _trace(fn, ts, threads=None):
+def _trace(fn, ts, threads=None, backend="numpy", label="fn"):
     from .tensor import all_variables
-    tr = _Tracer()
+    tr = _Tracer(sites=backend == "native")
     for t in ts:
         tr.new_slot(t)
     captures = jit_closures.find(fn)      # what fn reaches by name, before it runs
@@ -592,7 +780,7 @@ def _trace(fn, ts, threads=None):
     template = _flatten(result, leaves)
     out_refs = [tr.ref(t) for t in leaves]
     watch = captures.watch(*_outside_reads(tr, out_refs))
-    return result, _Program(tr, len(ts), out_refs, template, threads, watch)
+    return result, _Program(tr, len(ts), out_refs, template, threads, watch, backend, label)
 
 
 def _outside_reads(tr, out_refs):
@@ -600,7 +788,7 @@ def _outside_reads(tr, out_refs):
     variables it used, and the arrays of the constants made while tracing."""
     consts, variables = dict(tr.reads), set()
     for st in tr.steps:
-        refs = st[2] if st[0] == "k" else (st[2], ("v", st[1]))
+        refs = st[2] if st[0] != "a" else (st[2], ("v", st[1]))
         for kind, val in refs:
             if kind == "c":
                 consts[id(val)] = val

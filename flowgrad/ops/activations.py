@@ -16,7 +16,7 @@ SELU_ALPHA = 1.6732632423543772
 
 # ---------------------------------------------------------------- logistic family
 
-@unary("Sigmoid", save_y=True)
+@unary("Sigmoid", save_y=True, native="math.tanh({0} * T(0.5)) * T(0.5) + T(0.5)")
 def sigmoid(B, x):
     """1 / (1 + e⁻ˣ), computed without overflow.
 
@@ -36,7 +36,8 @@ def _(dy, x, y):
 
 # Fused gradient kernels: one op instead of three in every backward pass through tanh and
 # sigmoid. Their own rules keep higher orders exact.
-@primitive("SigmoidGrad", batched_vjp=True, vmap=V.elementwise)
+@primitive("SigmoidGrad", batched_vjp=True, vmap=V.elementwise,
+           native="{0} * {1} * (T(1) - {1})")
 def _sigmoid_grad(B, dy, y):
     return dy * y * (1 - y)
 
@@ -47,7 +48,7 @@ def _(g, dy, y, needs):
             g * dy * (1 - y * 2) if needs[1] else None)
 
 
-@unary("Softplus")
+@unary("Softplus", native="({0} if {0} > T(0) else T(0)) + math.log1p(math.exp(-abs({0})))")
 def softplus(B, x):
     """log(1 + eˣ), computed without overflow.
 
@@ -83,7 +84,8 @@ def _(dy, x):
 
 # ---------------------------------------------------------------- rectifiers
 
-@unary("Relu", policy="numeric")
+# (maximum(x, 0): NaN stays NaN, -0.0 gives 0.0)
+@unary("Relu", policy="numeric", native="{0} if {0} > T(0) or {0} != {0} else T(0)")
 def relu(B, x):
     """max(x, 0). [conv] relu'(0) = 0.
 
@@ -100,7 +102,9 @@ def _(dy, x):
     return E.run_kernel(_relu_grad, (dy, x))
 
 
-@primitive("ReluGrad", batched_vjp=True, vmap=V.elementwise)
+# (dy · step(x), step(NaN) = NaN)
+@primitive("ReluGrad", batched_vjp=True, vmap=V.elementwise,
+           native="{0} * (T(1) if {1} > T(0) else T(0) if {1} <= T(0) else {1})")
 def _relu_grad(B, dy, x):
     # [conv] relu'(0) = 0; a NaN input passes NaN (TF.js: dy * step(x), step(NaN) = NaN)
     return B.relu_grad(dy, x)

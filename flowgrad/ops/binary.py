@@ -15,8 +15,10 @@ from .logical import where
 
 # ufunc=: the backend ufunc the kernel is on floats (tf.jit pools and fuses it); expr=: the
 # Python operator it is on floats, which a tf.jit replay writes inline (RealDiv floors int32
-# operands instead; tests/test_jit.py compares replays with eager)
-@binary("Add", ufunc="add", expr="{0} + {1}")
+# operands instead; tests/test_jit.py compares replays with eager); native=: the kernel on
+# one float element in tf.jit's compiled segments (flowgrad/jit_native.py; T(c): the
+# constant c in the operands' dtype)
+@binary("Add", ufunc="add", expr="{0} + {1}", native="{0} + {1}")
 def add(B, a, b):
     """a + b, with broadcasting.
 
@@ -33,7 +35,7 @@ def _(dy, a, b):
     return dy, dy
 
 
-@binary("Sub", ufunc="subtract", expr="{0} - {1}")
+@binary("Sub", ufunc="subtract", expr="{0} - {1}", native="{0} - {1}")
 def sub(B, a, b):
     """a - b, with broadcasting.
 
@@ -50,7 +52,7 @@ def _(dy, a, b, needs):
     return dy, (-dy if needs[1] else None)
 
 
-@binary("Multiply", ufunc="multiply", expr="{0} * {1}")
+@binary("Multiply", ufunc="multiply", expr="{0} * {1}", native="{0} * {1}")
 def mul(B, a, b):
     """a · b, elementwise with broadcasting.
 
@@ -75,7 +77,7 @@ def _times_one(one, t):
     return t if t.shape == one.shape and t.dtype is one.dtype else one * t
 
 
-@binary("RealDiv", ufunc="true_divide", expr="{0} / {1}")
+@binary("RealDiv", ufunc="true_divide", expr="{0} / {1}", native="{0} / {1}")
 def div(B, a, b):
     """a / b. Two int32 tensors divide with floor (TF.js): [5, -7] / 2 = [2, -4].
 
@@ -129,7 +131,16 @@ def _(dy, a, b, needs):
     return dy, (-dy * (a / b).floor() if needs[1] else None)
 
 
-@binary("Pow", save_y=True, ufunc="fast_pow")
+def _pow_native(args, consts):
+    """Pow on one element: an exponent that is a number of the trace among those fast_pow
+    multiplies out is multiplied out the same way (the same bits); others call libm's pow."""
+    a, b = args
+    return {0: "T(1)", 1: a, 2: f"{a} * {a}", 3: f"({a} * {a}) * {a}",
+            4: f"({a} * {a}) * ({a} * {a})", -1: f"T(1) / {a}",
+            0.5: f"math.sqrt({a})"}.get(consts[1], f"math.pow({a}, {b})")
+
+
+@binary("Pow", save_y=True, ufunc="fast_pow", native=_pow_native)
 def pow(B, a, b):  # noqa: A001 - the TF.js name
     """a ** b, elementwise. d/db uses log(a) where a > 0 and 0 elsewhere (TF.js); d/da is 0
     where b is 0 (a^0 is 1 everywhere; TF.js's rule gives 0 * 0^-1 = NaN at a = 0).
@@ -164,7 +175,8 @@ def _(dy, a, b, y, needs):
     return da, db
 
 
-@binary("Maximum", ufunc="maximum")
+# NOTE: NumPy's maximum: NaN if either is NaN, and b at a tie (max(-0.0, 0.0) is 0.0)
+@binary("Maximum", ufunc="maximum", native="{0} if {0} > {1} or {0} != {0} else {1}")
 def maximum(B, a, b):
     """Elementwise max. [conv] a tie sends the gradient to a; a NaN in a or b (the output is
     NaN) sends it to neither (TF.js's masks a >= b and a < b are both false).
@@ -184,7 +196,7 @@ def _(dy, a, b, needs):
         (where(a.less(b), dy, 0) if needs[1] else None)
 
 
-@binary("Minimum", ufunc="minimum")
+@binary("Minimum", ufunc="minimum", native="{0} if {0} < {1} or {0} != {0} else {1}")
 def minimum(B, a, b):
     """Elementwise min. [conv] a tie sends the gradient to a; a NaN in a or b sends it to
     neither, as in maximum.
@@ -203,7 +215,7 @@ def _(dy, a, b, needs):
         (where(a.greater(b), dy, 0) if needs[1] else None)
 
 
-@binary("SquaredDifference")
+@binary("SquaredDifference", native="({0} - {1}) * ({0} - {1})")
 def squared_difference(B, a, b):
     """(a - b)², elementwise.
 
@@ -222,7 +234,7 @@ def _(dy, a, b, needs):
     return (g if needs[0] else None), (-g if needs[1] else None)
 
 
-@binary("Atan2", policy="float", ufunc="arctan2")
+@binary("Atan2", policy="float", ufunc="arctan2", native="math.atan2({0}, {1})")
 def atan2(B, a, b):
     """The angle of the point (b, a): arctan(a/b) in the right quadrant.
 
@@ -240,7 +252,7 @@ def _(dy, a, b, needs):
     return (dy * b / d if needs[0] else None), (-dy * a / d if needs[1] else None)
 
 
-@binary("Prelu", policy="float")
+@binary("Prelu", policy="float", native="{0} if {0} > T(0) else {0} * {1}")
 def prelu(B, x, alpha):
     """x if x > 0 else alpha·x, with a learnable (broadcast) alpha.
 

@@ -19,7 +19,7 @@ _SQRT_PI_2 = 2.0 / math.sqrt(math.pi)
 
 # ---------------------------------------------------------------- arithmetic
 
-@unary("Neg", policy="numeric", ufunc="negative", expr="-{0}")
+@unary("Neg", policy="numeric", ufunc="negative", expr="-{0}", native="-{0}")
 def neg(B, x):
     """-x, elementwise.
 
@@ -36,7 +36,7 @@ def _(dy, x):
     return -dy
 
 
-@unary("Square", policy="numeric", ufunc="square")
+@unary("Square", policy="numeric", ufunc="square", native="{0} * {0}")
 def square(B, x):
     """x², elementwise.
 
@@ -55,7 +55,8 @@ def _(dy, x):
     return E.run_kernel(_square_grad, (dy, x))
 
 
-@primitive("SquareGrad", batched_vjp=True, ufunc="square_grad", vmap=V.elementwise)
+@primitive("SquareGrad", batched_vjp=True, ufunc="square_grad", vmap=V.elementwise,
+           native="{0} * ({1} * T(2))")
 def _square_grad(B, dy, x):
     return B.square_grad(dy, x)     # dy · (x · 2): one kernel, the rule's ufuncs in order
 
@@ -66,7 +67,7 @@ def _(g, dy, x, needs):
             g * dy * 2 if needs[1] else None)
 
 
-@unary("Sqrt", save_y=True, ufunc="sqrt")
+@unary("Sqrt", save_y=True, ufunc="sqrt", native="math.sqrt({0})")
 def sqrt(B, x):
     """√x, elementwise (NaN below 0). Gradient +Inf at 0.
 
@@ -83,7 +84,7 @@ def _(dy, x, y):
     return dy / (y * 2)
 
 
-@unary("Rsqrt", save_y=True)
+@unary("Rsqrt", save_y=True, native="T(1) / math.sqrt({0})")
 def rsqrt(B, x):
     """1/√x, elementwise.
 
@@ -100,7 +101,7 @@ def _(dy, x, y):
     return dy * (y * y * y) * -0.5
 
 
-@unary("Reciprocal", save_y=True)
+@unary("Reciprocal", save_y=True, native="T(1) / {0}")
 def reciprocal(B, x):
     """1/x, elementwise.
 
@@ -117,7 +118,7 @@ def _(dy, x, y):
     return -dy * (y * y)
 
 
-@unary("Abs", policy="numeric", ufunc="absolute")
+@unary("Abs", policy="numeric", ufunc="absolute", native="abs({0})")
 def abs(B, x):  # noqa: A001 - the TF.js name
     """|x|, elementwise. [conv] abs'(0) = -1, as TF.js.
 
@@ -136,7 +137,7 @@ def _(dy, x):
 
 # ---------------------------------------------------------------- exponentials and logs
 
-@unary("Exp", save_y=True, ufunc="exp")
+@unary("Exp", save_y=True, ufunc="exp", native="math.exp({0})")
 def exp(B, x):
     """eˣ, elementwise. Every derivative is right (TF.js's exp'' throws).
 
@@ -153,7 +154,7 @@ def _(dy, x, y):
     return dy * y
 
 
-@unary("Expm1", save_y=True, ufunc="expm1")
+@unary("Expm1", save_y=True, ufunc="expm1", native="math.expm1({0})")
 def expm1(B, x):
     """eˣ - 1, accurate near 0.
 
@@ -170,7 +171,7 @@ def _(dy, x, y):
     return dy * (y + 1)
 
 
-@unary("Log", ufunc="log")
+@unary("Log", ufunc="log", native="math.log({0})")
 def log(B, x):
     """Natural logarithm (-Inf at 0, NaN below).
 
@@ -187,7 +188,7 @@ def _(dy, x):
     return dy / x
 
 
-@unary("Log1p", ufunc="log1p")
+@unary("Log1p", ufunc="log1p", native="math.log1p({0})")
 def log1p(B, x):
     """log(1 + x), accurate near 0.
 
@@ -223,7 +224,7 @@ def _(dy, x):
 
 # ---------------------------------------------------------------- trigonometry
 
-@unary("Sin", ufunc="sin")
+@unary("Sin", ufunc="sin", native="math.sin({0})")
 def sin(B, x):
     """sin x.
 
@@ -240,7 +241,8 @@ def _(dy, x):
     return E.run_kernel(_sin_grad, (dy, x))
 
 
-@primitive("SinGrad", batched_vjp=True, ufunc="sin_grad", vmap=V.elementwise)
+@primitive("SinGrad", batched_vjp=True, ufunc="sin_grad", vmap=V.elementwise,
+           native="{0} * math.cos({1})")
 def _sin_grad(B, dy, x):
     return B.sin_grad(dy, x)        # dy · cos x
 
@@ -251,7 +253,7 @@ def _(g, dy, x, needs):
             E.run_kernel(_cos_grad, (g * dy, x)) if needs[1] else None)
 
 
-@unary("Cos", ufunc="cos")
+@unary("Cos", ufunc="cos", native="math.cos({0})")
 def cos(B, x):
     """cos x.
 
@@ -268,7 +270,8 @@ def _(dy, x):
     return E.run_kernel(_cos_grad, (dy, x))
 
 
-@primitive("CosGrad", batched_vjp=True, ufunc="cos_grad", vmap=V.elementwise)
+@primitive("CosGrad", batched_vjp=True, ufunc="cos_grad", vmap=V.elementwise,
+           native="-({0} * math.sin({1}))")
 def _cos_grad(B, dy, x):
     return B.cos_grad(dy, x)        # -(dy · sin x)
 
@@ -279,7 +282,7 @@ def _(g, dy, x, needs):
             -E.run_kernel(_sin_grad, (g * dy, x)) if needs[1] else None)
 
 
-@unary("Tan", ufunc="tan")
+@unary("Tan", ufunc="tan", native="math.tan({0})")
 def tan(B, x):
     """tan x.
 
@@ -330,7 +333,7 @@ def _(dy, x):
     return -dy / (1 - x.square()).sqrt()
 
 
-@unary("Atan", ufunc="arctan")
+@unary("Atan", ufunc="arctan", native="math.atan({0})")
 def atan(B, x):
     """arctan x.
 
@@ -347,7 +350,7 @@ def _(dy, x):
     return dy / (x.square() + 1)
 
 
-@unary("Sinh", ufunc="sinh")
+@unary("Sinh", ufunc="sinh", native="math.sinh({0})")
 def sinh(B, x):
     """sinh x.
 
@@ -364,7 +367,7 @@ def _(dy, x):
     return dy * x.cosh()
 
 
-@unary("Cosh", ufunc="cosh")
+@unary("Cosh", ufunc="cosh", native="math.cosh({0})")
 def cosh(B, x):
     """cosh x.
 
@@ -381,7 +384,7 @@ def _(dy, x):
     return dy * x.sinh()
 
 
-@unary("Tanh", save_y=True, ufunc="tanh")
+@unary("Tanh", save_y=True, ufunc="tanh", native="math.tanh({0})")
 def tanh(B, x):
     """tanh x. Every derivative is right (TF.js's tanh'' throws).
 
@@ -398,7 +401,8 @@ def _(dy, x, y):
     return E.run_kernel(_tanh_grad, (dy, y))
 
 
-@primitive("TanhGrad", batched_vjp=True, ufunc="tanh_grad", vmap=V.elementwise)
+@primitive("TanhGrad", batched_vjp=True, ufunc="tanh_grad", vmap=V.elementwise,
+           native="{0} * (T(1) - {1} * {1})")
 def _tanh_grad(B, dy, y):
     return B.tanh_grad(dy, y)       # dy · (1 - y²)
 

@@ -1,0 +1,527 @@
+"""tf.jit's native backend: the elementwise segments of a replay compiled to machine code by
+numba (the optional extra ``pip install 'flowgrad[jit]'``), imported only when a program is
+compiled so.
+
+After jit.py simplifies a trace, ``Lowering.lower`` splits its steps into segments: a
+maximal run of elementwise kernels that have a native form (``Primitive.native``, declared
+with each kernel in its family file), all of one float dtype, every input of the output's
+size or of size 1 (a broadcast scalar), becomes ONE compiled function: one loop over the flat
+elements that computes every kernel of the run per element, in registers, and writes only
+the results used outside the run (into fresh arrays, or buffers private to the replay: two
+threads never share them). A segment of 0-d values (a tiny SGD step) is a function of
+scalars. Everything else (matrix products, reductions, reshapes, kernels with no native
+form, integer kernels) stays a step of the NumPy replay, which calls the compiled segments
+in order. A measured cost model keeps a segment on NumPy where NumPy's vectorised loops
+beat numba's scalar libm calls (large blocks of exp, log, sin, tanh...).
+
+NOTE: same numbers. Arithmetic runs in the segment's dtype operation by operation as
+NumPy's ufuncs run it (``fastmath=False``: no reassociation, no fused multiply-add) and each
+kernel's result is rounded to the dtype (``T(...)``), so +, -, *, /, sqrt, abs, max, min,
+relu are NumPy's bits (-0.0, NaN and ties included); the transcendental functions are the C
+library's (expf, sinf, tanh...) where NumPy has its own SIMD loops, so results differ from
+the NumPy replay by a few ulp (ULP_BOUND, checked by tests/test_jit_native.py).
+"""
+from __future__ import annotations
+
+import importlib.util
+import math
+import re
+import sys
+import threading
+
+import numpy as np
+
+from . import batching
+from . import engine as E
+from . import user_frames
+from .errors import MissingDependencyError
+from .ops import PRIMITIVES
+from .replay_buffers import PLANNED_MIN, Recycled
+
+HINT = "pip install 'flowgrad[jit]'"
+# Per kernel with a libm call, against the NumPy replay: measured at most 3 ulp (float32:
+# log, tan, tanh, atan2, softplus; float64: softplus; most 1-2) over 200,000 random inputs
+# from 1e-6 to 1e3 of either sign, or 1 eps absolute where the kernel's arithmetic takes the
+# result below 1 (sigmoid's 0.5 + 0.5 tanh at x << 0); arithmetic is exact. Along a chain
+# the differences add up as any rounding does.
+ULP_BOUND = 4
+
+# ---------------------------------------------------------------- the cost model
+# Measured on the development machine (one core of an AVX-512 Xeon, taskset -c 0; NumPy 2.4,
+# numba 0.68) with two scripts kept outside the repository: chains of 20 arithmetic kernels
+# (x * c + c) and of 20 transcendental ones (sin, exp, tanh) jitted with backend="numpy"
+# and "native" (forced) at 0-d and 1 to 2**20 elements, best of 7 (the per-call and
+# arithmetic constants); one loop of each libm function over 65536 values in numba against
+# NumPy's ufunc, best of 5 (LIBM_NS). Microseconds per call, nanoseconds per element.
+NUMPY_CALL_US = 0.38            # a NumPy step on arrays (one ufunc call and its output)
+NUMPY_SCALAR_US = (0.035, 0.12)  # one on 0-d values: an operator (expr=), a ufunc
+NATIVE_CALL_US = 0.2            # a compiled segment of scalars (float() per input...)
+NATIVE_ARRAYS_US = 0.15         # more for one of arrays, per output array
+ARITH_NS = (0.05, 0.02)         # an arithmetic kernel (float32; float64 twice): NumPy, numba
+# per libm function: (numba, NumPy) ns per float32 element, then per float64 element
+LIBM_NS = {"exp": (1.9, 0.39, 3.4, 0.64), "log": (2.0, 0.29, 3.4, 0.6),
+           "sin": (4.8, 0.45, 8.5, 8.5), "cos": (4.9, 0.47, 8.4, 8.3),
+           "tanh": (11.5, 0.2, 11.5, 0.9), "expm1": (7.6, 0.31, 7.1, 0.81),
+           "log1p": (7.9, 0.34, 7.2, 0.69), "atan": (11.1, 0.41, 8.2, 0.77),
+           "sqrt": (0.09, 0.33, 0.27, 1.03), "pow": (5.7, 1.2, 9.4, 1.6)}
+LIBM_OTHER_NS = (12.0, 0.5, 12.0, 1.0)      # the functions not measured
+# compiling: seconds per segment and per kernel in it (0.07 + 1.7 ms a kernel on scalars,
+# 2.8 ms on arrays: 0.67 s and 1.1 s for W1's 360), and numba's import (0.12-0.33 s)
+COMPILE_S = (0.07, 0.0025)
+IMPORT_S = 0.3
+
+_LIBM = re.compile(r"math\.(\w+)\(")
+
+# the reasons a kernel stays a NumPy step (explain())
+NOT_ELEMENTWISE = "not elementwise (NumPy's own kernel)"
+NOT_FLOAT = "integer or bool dtype"
+MIXED = "inputs of other dtypes or shapes than its output"
+NO_FORM = "no native form"
+COST = "cost model: NumPy's vectorised loops are faster here"
+ASSIGN = "a variable assignment"
+CALLBACK = "a tf.debug.callback (Python, in order)"
+
+
+class JitFallbackWarning(UserWarning):
+    """``tf.jit(fn, backend="native")`` runs a kernel of fn as a NumPy step: it has no native
+    form (warned once per traced program, naming the kernel and the line that called it)."""
+
+
+_FOUND: list = []
+
+
+def numba_installed() -> bool:
+    """True when numba can be imported (looked up once, without importing it)."""
+    if not _FOUND:
+        _FOUND.append(importlib.util.find_spec("numba") is not None)
+    return _FOUND[0]
+
+
+def load_numba():
+    """The numba module, imported on first use; MissingDependencyError naming the extra
+    when it is missing."""
+    try:
+        import numba
+    except ImportError as e:
+        raise MissingDependencyError(f"tf.jit(backend='native') compiles with numba, which "
+                                     f"cannot be imported ({e}): {HINT}") from e
+    return numba
+
+
+# ---------------------------------------------------------------- exact peepholes
+
+_MUL, _DIV, _ADD, _SUB, _POW = (PRIMITIVES[k] for k in ("Multiply", "RealDiv", "Add", "Sub",
+                                                         "Pow"))
+
+
+def _ref_meta(r, meta):
+    if r[0] == "s":
+        return meta[r[1]]
+    a = r[1]._data if r[0] == "v" else r[1]
+    return a.shape, a.dtype
+
+
+def _number(r, dtype):
+    """The value (a Python float) of a constant of ``dtype`` whose elements are all the same
+    bits (one element, or a broadcast seed of ones), else None."""
+    if r[0] != "c" or not isinstance(r[1], (np.ndarray, np.generic)) or \
+            r[1].dtype != dtype or r[1].size == 0:
+        return None
+    flat = np.asarray(r[1]).reshape(-1)
+    if flat.size > 1:
+        bits = flat.view(np.uint32 if dtype.itemsize == 4 else np.uint64)
+        if not (bits == bits[0]).all():
+            return None
+    return float(flat[0])
+
+
+def rewrite(prim, refs, out_meta, meta):
+    """An exact peephole of the native path: the ref whose value the step's output is
+    (``("alias", ref)``), a step computing the same bits (``("step", prim, refs)``), or
+    None. Only where NumPy's replay would give that very value:
+
+    NOTE: x * 1, 1 * x, x / 1 and x ** 1 are x (fast_pow's positive for 1); x - 0.0 and
+    x + (-0.0) are x, even at -0.0 — but x + 0.0 is kept: at x = -0.0 it is +0.0; x ** 2 is
+    Multiply(x, x), as fast_pow computes it. The kept operand must have the output's shape
+    and dtype (no broadcast), and be a slot or a constant (a variable may be assigned before
+    the alias is read)."""
+    dt = out_meta[1]
+    if len(refs) != 2 or prim not in (_MUL, _DIV, _ADD, _SUB, _POW) or \
+            dt not in E.B.float_dtypes:
+        return None
+    a, b = refs
+    va, vb = _number(a, dt), _number(b, dt)
+    if prim is _MUL:
+        keep = a if vb == 1 else b if va == 1 else None
+    elif prim is _DIV:
+        keep = a if vb == 1 else None
+    elif prim is _ADD:
+        keep = a if vb == 0 and math.copysign(1, vb) < 0 else \
+            b if va == 0 and math.copysign(1, va) < 0 else None
+    elif prim is _SUB:
+        keep = a if vb == 0 and math.copysign(1, vb) > 0 else None
+    else:
+        keep = a if vb in (1, 2) and np.ndim(b[1]) <= len(_ref_meta(a, meta)[0]) else None
+    if keep is None or keep[0] == "v" or _ref_meta(keep, meta) != out_meta:
+        return None
+    if prim is _POW and vb == 2:
+        return ("step", _MUL, (a, a))
+    return ("alias", keep)
+
+
+# ---------------------------------------------------------------- segments
+
+def _size(shape):
+    return math.prod(shape)
+
+
+def _key(r):
+    return r if r[0] == "s" else (r[0], id(r[1]))
+
+
+def classify(st, meta):
+    """(elements, dtype) of a step that may join a native segment, else why it stays a
+    NumPy step (one of the reasons above)."""
+    if st[0] == "a":
+        return ASSIGN
+    if st[0] == "cb":
+        return CALLBACK
+    if E.B.name != "numpy":
+        return f"arrays of the {E.B.name} backend"
+    prim, refs, attrs, outs = st[1], st[2], st[3], st[4]
+    if prim.vmap_rule is not batching.elementwise or prim.multi or len(outs) != 1:
+        return NOT_ELEMENTWISE
+    shape, dt = meta[outs[0]]
+    if dt not in E.B.float_dtypes:
+        return NOT_FLOAT
+    n = _size(shape)
+    for r in refs:
+        rshape, rdt = _ref_meta(r, meta)
+        if rdt != dt:
+            return NOT_FLOAT if rdt not in E.B.float_dtypes else MIXED
+        if _size(rshape) not in (n, 1):
+            return MIXED
+    if n == 0:
+        return MIXED
+    if prim.native is None or attrs or prim.impure:
+        return NO_FORM
+    return n, dt
+
+
+def native_expr(prim, args, consts):
+    """The kernel on one element: its native form with these operand names (constants:
+    their values, for forms that read them)."""
+    form = prim.native
+    return form(args, consts) if callable(form) else form.format(*args)
+
+
+def libm_calls(expr):
+    """The libm functions a native expression calls ("exp", "sin"...)."""
+    return _LIBM.findall(expr)
+
+
+def transcendental(expr):
+    """True when a native expression calls a transcendental function of libm (where its
+    result may differ from NumPy's by a few ulp; sqrt is exact)."""
+    return any(f != "sqrt" for f in libm_calls(expr))
+
+
+def _work(prim, expr, dtype, scalar):
+    """(NumPy's microseconds per call, its ns per element, numba's ns per element) of one
+    kernel of a segment: the cost model's terms."""
+    wide = dtype.itemsize == 8
+    call = NUMPY_SCALAR_US[prim.expr is None] if scalar else NUMPY_CALL_US
+    numpy, native = ARITH_NS[0] * (1 + wide), ARITH_NS[1] * (1 + wide)
+    for f in libm_calls(expr):
+        cost = LIBM_NS.get(f, LIBM_OTHER_NS)
+        native += cost[2 * wide]
+        numpy += cost[2 * wide + 1]
+    return call, numpy, native
+
+
+def _literal(v):
+    if math.isnan(v):
+        return "T(math.nan)"
+    if math.isinf(v):
+        return "T(math.inf)" if v > 0 else "T(-math.inf)"
+    return f"T({v!r})"
+
+
+_compiled: dict = {}            # (source, dtype) -> numba dispatcher, shared by programs
+_compiled_lock = threading.Lock()
+_MAX_COMPILED = 128
+
+
+class Segment:
+    """One compiled segment: its kernels, inputs (refs), outputs (slots), elements and dtype,
+    and the numba source of its loop (compiled on first emit)."""
+
+    def __init__(self, members, ins, outs, n, dtype, meta):
+        self.names = [st[1].name for st in members]
+        self.ins, self.outs, self.n, self.dtype = ins, outs, n, dtype
+        self.scalar = n == 1            # a function of scalars
+        self.in_meta = [_ref_meta(r, meta) for r in ins]
+        self.out_shapes = [meta[o][0] for o in outs]
+        # (a constant of one value throughout, the broadcast seed of a gradient, is a literal)
+        self.values = [_number(r, dtype) for r in ins]
+        self.full = [not self.scalar and _size(m[0]) == n and v is None
+                     for m, v in zip(self.in_meta, self.values)]
+        self.work = []                  # per kernel: (NumPy's call, its ns, numba's ns)
+        self.source = self._source(members, meta)
+        self.fn = None
+
+    def __repr__(self):
+        return f"<native {'+'.join(self.names)} on {self.n} elements>"
+
+    def _source(self, members, meta):
+        name, params, head, loads = {}, [], [], []
+        for j, (r, full) in enumerate(zip(self.ins, self.full)):
+            if r[0] == "c" and not full:
+                name[_key(r)] = f"x{j}"
+                head.append(f"x{j} = {_literal(self.values[j])}")
+            elif full:
+                params.append(f"i{j}")
+                name[_key(r)] = f"x{j}"
+                loads.append(f"x{j} = i{j}[j]")
+            else:
+                params.append(f"k{j}")
+                name[_key(r)] = f"k{j}"
+        body = []
+        for st in members:
+            refs, o = st[2], st[4][0]
+            consts = [_number(r, self.dtype) for r in refs]
+            expr = native_expr(st[1], [name[_key(r)] for r in refs], consts)
+            self.work.append(_work(st[1], expr, self.dtype, self.scalar and
+                                   meta[o][0] == ()))
+            body.append(f"t{o} = T({expr})")
+            name[("s", o)] = f"t{o}"
+        ind = "    "
+        if self.scalar:         # scalars in (Python floats), the results into one array
+            lines = [f"def seg({', '.join(params + ['o'])}):"] + [ind + x for x in head + body]
+            lines += [f"{ind}o[{j}] = t{o}" for j, o in enumerate(self.outs)]
+            return "\n".join(lines)
+        outs = [f"o{j}" for j in range(len(self.outs))]
+        lines = [f"def seg({', '.join(params + outs)}):"] + [ind + x for x in head]
+        lines.append(f"{ind}n = o0.shape[0]")
+        sized = [p for p in params if p[0] == "i"] + outs[1:]
+        if sized:       # (the replay's shapes are the trace's: a guard, not a branch)
+            cond = " or ".join(f"{p}.shape[0] != n" for p in sized)
+            lines += [f"{ind}if {cond}:",
+                      f"{ind * 2}raise ValueError('tf.jit: a native segment got arrays of "
+                      f"another size than traced')"]
+        lines.append(f"{ind}for j in range(n):")
+        lines += [ind * 2 + x for x in loads + body]
+        lines += [f"{ind * 2}o{j}[j] = t{o}" for j, o in enumerate(self.outs)]
+        return "\n".join(lines)
+
+    def costs(self):
+        """(NumPy, native) estimated microseconds per call."""
+        n = self.n
+        numpy = sum(call + n * ns * 1e-3 for call, ns, _ in self.work)
+        native = NATIVE_CALL_US + (0 if self.scalar else NATIVE_ARRAYS_US * len(self.outs))
+        return numpy, native + n * sum(ns for _, _, ns in self.work) * 1e-3
+
+    def compile(self):
+        """The numba dispatcher of this segment (compiled once per source and dtype)."""
+        if self.fn is not None:
+            return self.fn
+        key = (self.source, self.dtype.str)
+        fn = _compiled.get(key)
+        if fn is None:
+            numba = load_numba()
+            ns = {"math": math, "np": np, "T": self.dtype.type}
+            exec(compile(self.source, "<flowgrad.jit_native>", "exec"), ns)
+            fn = numba.njit(cache=False, fastmath=False, error_model="numpy")(ns["seg"])
+            scalar = numba.from_dtype(self.dtype)
+            array = numba.types.Array(scalar, 1, "C")
+            sig = [array if f else scalar for f, r in zip(self.full, self.ins) if
+                   not (r[0] == "c" and not f)]
+            fn.compile(tuple(sig + [array] * (1 if self.scalar else len(self.outs))))
+            if self.scalar:
+                # NOTE: scalars come as Python floats (float(x): 30 ns on a NumPy scalar or a
+                # 0-d array alike, where x[()] takes 90 ns on a scalar), each exactly a
+                # value of the dtype: converted to it, not compiled again for float64
+                fn.disable_compile()
+            # (arrays of other layouts, a strided input say, compile on first use)
+            with _compiled_lock:
+                if len(_compiled) >= _MAX_COMPILED:
+                    _compiled.clear()
+                _compiled[key] = fn
+        self.fn = fn
+        return fn
+
+    def emit(self, i, args, ns, escape):
+        """The replay's lines running this segment as its step ``i`` (``args``: the replay's
+        names of its inputs), binding what they use in ``ns``."""
+        fn = self.compile()
+        p = f"n{i}"
+        ns[p], ns[p + "t"], ns[p + "d"] = fn, self.dtype.type, self.dtype
+        call = []
+        for j, (r, a, full, (shape, _)) in enumerate(zip(self.ins, args, self.full,
+                                                         self.in_meta)):
+            if r[0] == "c":
+                if full:
+                    ns[f"{p}c{j}"] = np.ascontiguousarray(r[1]).reshape(-1)
+                    call.append(f"{p}c{j}")
+            elif full:
+                call.append(a if len(shape) == 1 else f"{a}.ravel()")
+            else:                       # a one-element input: its scalar
+                item = f"{a}[{', '.join('0' * len(shape))}]" if shape else a
+                call.append(f"float({item})" if self.scalar else
+                            item if shape else f"{a}[()]")
+        lines, after = [], []
+        if self.scalar:
+            # the results in one array, read back as NumPy scalars (0-d results) or as
+            # views: then a fresh array per call if one leaves the call, else the replay's own
+            m = len(self.outs)
+            fresh = any(shape != () and o in escape
+                        for o, shape in zip(self.outs, self.out_shapes))
+            if fresh:
+                lines.append(f"    {p}o = np.empty({m}, {p}d)")
+            else:
+                ns[p + "o"] = np.empty(m, self.dtype)
+            lines.append(f"    {p}({', '.join(call + [p + 'o'])})")
+            for j, (o, shape) in enumerate(zip(self.outs, self.out_shapes)):
+                val = f"{p}o[{j}]" if shape == () else f"{p}o" if shape == (1,) and m == 1 \
+                    else f"{p}o[{j}:{j + 1}].reshape({shape!r})"
+                after.append(f"    s{o} = {val}")
+            return lines + after
+        for j, (o, shape) in enumerate(zip(self.outs, self.out_shapes)):
+            if o in escape:         # leaves the call: a fresh array (recycled when large)
+                if self.n >= PLANNED_MIN:
+                    ns[f"{p}r{j}"] = Recycled((self.n,), self.dtype)
+                    lines.append(f"    {p}o{j} = {p}r{j}()")
+                else:
+                    lines.append(f"    {p}o{j} = np.empty({self.n}, {p}d)")
+                after.append(f"    s{o} = {p}o{j}" +
+                             ("" if len(shape) == 1 else f".reshape({shape!r})"))
+            else:                   # read by later steps only: this replay's own buffer
+                buf = np.empty(self.n, self.dtype)
+                ns[f"{p}o{j}"], ns[f"{p}v{j}"] = buf, buf.reshape(shape)
+                after.append(f"    s{o} = {p}v{j}")
+            call.append(f"{p}o{j}")
+        lines.append(f"    {p}({', '.join(call)})")
+        return lines + after
+
+
+# ---------------------------------------------------------------- lowering a program
+
+class Lowering:
+    """The native backend's part of one traced program: ``lower`` (its segments), the plan
+    ``explain()`` shows, and the fallback warning, given once.
+
+    ``mode``: "native" (compiled at trace time, warning about kernels with no native form)
+    or "auto" (compiled once the NumPy replay has cost what compiling would: jit.py).
+    ``sites``: slot -> the user's line whose op made it (native mode), for the warning."""
+
+    def __init__(self, mode, sites=None, label="fn"):
+        self.mode, self.sites, self.label = mode, sites, label
+        self.plan = None        # [(where, kernel names, detail)], in replay order
+        self.segments = []
+        self.warned = False
+        self.failed = None      # why compiling failed (auto: it stays on NumPy)
+
+    def lower(self, steps, meta, escape):
+        """The replay's steps with each native segment as ``("n", Segment, inputs, None,
+        outputs)``. Steps that do not read an open segment's results are moved before it
+        (it runs where it ends), as fusion.fuse does; assignments and impure kernels end it.
+        """
+        readers = {}
+        for i, st in enumerate(steps):
+            for r in (st[2] if st[0] != "a" else (st[2],)):
+                if r[0] == "s":
+                    readers.setdefault(r[1], []).append(i)
+        out, plan, segments, missing = [], [], [], {}
+        run, made, key = [], set(), None
+
+        def close():
+            if run:
+                seg = _segment(run, readers, escape, key, meta)
+                numpy, native = seg.costs()
+                if native <= numpy:
+                    segments.append(seg)
+                    out.append(("n", seg, seg.ins, None, seg.outs))
+                    plan.append(("native", seg.names, f"{seg.n} {seg.dtype} element" +
+                                 ("s" if seg.n != 1 else "")))
+                else:
+                    out.extend(st for _, st in run)
+                    plan.extend(("numpy", [st[1].name], COST) for _, st in run)
+            run.clear()
+            made.clear()
+
+        for i, st in enumerate(steps):
+            c = classify(st, meta)
+            if type(c) is tuple:
+                if c != key:
+                    close()
+                    key = c
+                run.append((i, st))
+                made.add(st[4][0])
+                continue
+            refs = st[2] if st[0] != "a" else (st[2],)
+            if run and (st[0] in ("a", "cb") or st[1].impure or
+                        any(r[0] == "s" and r[1] in made for r in refs)):
+                close()
+            out.append(st)
+            plan.append(("numpy", [st[1].name if st[0] == "k" else
+                                   "assign" if st[0] == "a" else "callback"], c))
+            if c == NO_FORM:
+                missing.setdefault(st[1].name, (self.sites or {}).get(st[4][0]))
+        close()
+        self.plan, self.segments = plan, segments
+        if self.mode == "native" and missing and not self.warned:
+            self.warned = True
+            parts = [f"{k} (at {s})" if s is not None else k for k, s in missing.items()]
+            one = len(parts) == 1
+            user_frames.warn(f"tf.jit({self.label}, backend='native'): {', '.join(parts)} "
+                             f"{'has' if one else 'have'} no native form and "
+                             f"{'runs' if one else 'run'} as NumPy steps between the compiled "
+                             f"segments (explain() shows the plan)", JitFallbackWarning)
+        return out
+
+    def compile_seconds(self):
+        """Estimated seconds to compile the planned segments (numba's import included)."""
+        s = 0.0 if "numba" in sys.modules else IMPORT_S
+        return s + sum(COMPILE_S[0] + COMPILE_S[1] * len(g.names) for g in self.segments)
+
+    def describe(self):
+        """The plan, one line per segment or run of NumPy steps of one reason."""
+        lines = []
+        for where, names, detail in self.plan or ():
+            if lines and where == "numpy" and lines[-1][0] == "numpy" and \
+                    lines[-1][2] == detail:
+                lines[-1][1].extend(names)
+            else:
+                lines.append([where, list(names), detail])
+        out = []
+        for where, names, detail in lines:
+            if where == "native":
+                out.append(f"  native  {len(names)} kernels in one loop over {detail}: "
+                           f"{_names(names)}")
+            else:
+                out.append(f"  numpy   {_names(names)}: {detail}")
+        return out
+
+
+def _names(names, limit=12):
+    counts = {}
+    for n in names:
+        counts[n] = counts.get(n, 0) + 1
+    shown = [f"{n} x{c}" if c > 1 else n for n, c in counts.items()]
+    return ", ".join(shown[:limit]) + (f", ... ({len(shown) - limit} more)"
+                                       if len(shown) > limit else "")
+
+
+def _segment(run, readers, escape, key, meta):
+    members = [st for _, st in run]
+    indices = {i for i, _ in run}
+    made = {st[4][0] for st in members}
+    outs = tuple(o for o in (st[4][0] for st in members)
+                 if o in escape or any(j not in indices for j in readers.get(o, ())))
+    ins, seen = [], set()
+    for st in members:
+        for r in st[2]:
+            if (r[0] != "s" or r[1] not in made) and _key(r) not in seen:
+                seen.add(_key(r))
+                ins.append(r)
+    return Segment(members, tuple(ins), outs, key[0], key[1], meta)
