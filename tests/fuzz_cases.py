@@ -340,6 +340,7 @@ CASES = {
     "tf.debug.explain_gradient": call(_sq, V), "tf.debug.graph": call(_sq, V),
     "tf.debug.on_gradient": call(Fresh(_var), lambda g: g),
     "tf.debug.register_hook": call(X, lambda g: g),
+    "tf.debug.callback": call(lambda *a: None, X),
     "tf.debug.per_example_grad_norms": _with_var(
         lambda w, own: ([lambda x: (x * w).sum(), (X,)], {"var_list": [w]})),
     "tf.debug.worst_examples": call(np.array([1.0, 3.0, 2.0]), 2),

@@ -4,7 +4,7 @@ loss landscape). Nothing here costs anything until it is used."""
 from .explain import Explanation, InputExplanation, explain_gradient
 from .gradcheck import (Culprit, GradCheckError, GradCheckReport, InputCheck,
                         check_custom_grad, check_grads)
-from .hooks import HookHandle, on_gradient, register_hook
+from .hooks import HookHandle, callback, on_gradient, register_hook
 from ..errors import GraphvizError, MissingDependencyError
 from .graph import Graph, GraphNode, graph
 from .leaks import LeakReport, LeakSite, LeakTracker, track_leaks
@@ -27,6 +27,7 @@ __all__ = ["Culprit", "Explanation", "Finding", "GradCheckError", "GradCheckRepo
            "HookHandle", "InputCheck", "InputExplanation", "NumericsError", "NumericsWarning",
            "check_custom_grad", "check_grads", "check_numerics", "disable_debug_mode",
            "enable_debug_mode", "explain_gradient", "on_gradient", "register_hook"]
+__all__ += ["callback"]
 __all__ += ["Graph", "GraphNode", "GraphvizError", "KernelInfo", "LeakReport", "LeakSite",
             "LeakTracker", "ProfileInfo", "graph", "profile", "time", "track_leaks"]
 __all__ += ["Flag", "GradientMonitor", "History", "MissingDependencyError", "monitor",

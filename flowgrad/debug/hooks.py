@@ -3,13 +3,18 @@
 ``t.register_hook(fn)`` (t computed inside a gradient function, or one of its inputs) and
 ``tf.debug.on_gradient(variable, fn)`` call ``fn(grad)`` with the whole gradient of that
 tensor during the backward pass; a returned tensor replaces it. Both return a handle with
-``remove()``.
+``remove()``. ``tf.debug.callback(fn, *tensors)`` hands values to Python code, inside
+tf.jit's replays too.
 """
 import threading
 import weakref
+from typing import Any, Callable
 
 from ..after_fork import renew_after_fork
+from .. import engine as E
+from .. import interceptors
 from .. import tape
+from ..arg_checks import check_arity, describe
 from ..errors import ArgumentError, DisposedError
 from ..tensor import Tensor
 from .. import user_frames
@@ -129,3 +134,52 @@ def on_gradient(variable, fn):
 
 
 Tensor.register_hook = register_hook
+
+
+# ---------------------------------------------------------------- values out of a jitted step
+
+def callback(fn: Callable[..., Any], *tensors: Tensor) -> None:
+    """Call ``fn(*arrays)`` with the values of ``tensors`` (read-only NumPy arrays): now,
+    and, inside a function ``tf.jit`` traced, at every replay too, at the same point of the
+    step (a replay runs no Python between its kernels, so a plain ``print(x.numpy())`` there
+    cannot work: tf.jit refuses the read). What it is for: printing, logging or recording
+    values from a jitted training step; ``tf.debug.monitor`` records jitted steps with it.
+
+    fn's result is ignored. Copy what fn keeps: at a replay the arrays are the replay's own
+    buffers, reused by the next call. fn may run flowgrad ops (eagerly: they are not part of
+    the trace).
+
+    >>> import flowgrad as tf
+    >>> seen = []
+    >>> def f(x):
+    ...     y = x * 2
+    ...     tf.debug.callback(lambda a: seen.append(float(a)), y)
+    ...     return y + 1
+    >>> jf = tf.jit(f)
+    >>> [jf(tf.scalar(v)).item() for v in (1.0, 5.0, 7.0)]     # traced, then replayed
+    [3.0, 11.0, 15.0]
+    >>> seen
+    [2.0, 10.0, 14.0]
+    """
+    if not callable(fn):
+        raise ArgumentError(f"tf.debug.callback(fn, *tensors): fn must be a function, got "
+                            f"{describe(fn)}")
+    for i, t in enumerate(tensors):
+        if not isinstance(t, Tensor):
+            raise ArgumentError(f"tf.debug.callback(fn, *tensors): tensors[{i}] must be a "
+                                f"Tensor, got {describe(t)}")
+        t.throw_if_disposed()
+    tracer = interceptors.tracer
+    if tracer is not None and tracer.traces_this_thread():
+        check_arity(fn, len(tensors), _API)     # (once, here: a replay calls fn as is)
+        tracer.on_callback(fn, tensors)       # (it calls fn now too, outside the trace)
+        return
+    try:
+        fn(*[E.host_view(t._data) for t in tensors])
+    except TypeError:
+        check_arity(fn, len(tensors), _API)     # (only after a TypeError: a good call pays
+        raise                                   # nothing)
+
+
+_API = "tf.debug.callback(fn, *tensors)"
+

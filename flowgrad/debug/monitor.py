@@ -15,14 +15,16 @@ import numbers
 import numpy as np
 
 from .. import engine as E
+from .. import interceptors
 from ..arg_checks import as_int, describe, flag
 from ..camel_case import Result, camel_to_snake
-from ..errors import ArgumentError
+from ..errors import ArgumentError, JitError
 from ..tensor import Tensor, Variable, registered_variables
 from .extras import hist_edges as _edges
 from .extras import require  # noqa: F401 (older imports)
 from .health import KINDS, Criteria, Flag, Judge  # noqa: F401 (Flag: tf.debug.Flag)
 from .history import METRICS, History
+from .hooks import callback
 
 
 class GradientMonitor:
@@ -68,6 +70,11 @@ class GradientMonitor:
     variables each step updates. The numbers go to ``history.instruments`` (and per variable
     ``history[name]["distance"]`` ...), ``to_tensorboard``, ``plot_cockpit`` and
     ``tf.debug.report``. They never change a variable or the optimizer's state.
+
+    A training step under ``tf.jit`` is recorded as an eager one: the statistics are taken
+    from each replay's gradients and weights through ``tf.debug.callback``. Instruments
+    run extra passes of the loss beside the step, which a replay cannot repeat: a monitor
+    with instruments over a jitted step raises JitError (run those steps eagerly).
 
     >>> import flowgrad as tf
     >>> w = tf.variable(tf.tensor([3.0, -4.0]), name="w_mon_doc")
@@ -281,11 +288,34 @@ class GradientMonitor:
                 for p in pairs):
             raise ArgumentError(f"GradientMonitor.on_apply(opt, pairs, loss): pairs must be a "
                                 f"list of (variable, gradient) pairs, got {describe(pairs)}")
-        self._observe([(v.name, v, g) for v, g in pairs], _loss_arg(loss, "on_apply"), None)
+        triples = [(v.name, v, g) for v, g in pairs]
+        loss = _loss_arg(loss, "on_apply")
+        if interceptors.tracer is None:
+            self._observe(triples, loss, None)
+            return
+        # tf.jit is tracing: the statistics are taken from the step's values at every
+        # replay (a replay runs no Python between its kernels), through tf.debug.callback
+        if self._instruments is not None:
+            raise JitError(f"tf.jit cannot replay tf.debug.monitor(opt, instruments=...): "
+                           f"the instruments ({', '.join(self._instruments.names)}) run "
+                           f"extra passes of the loss beside each step, outside the traced "
+                           f"function. Jit the step with a monitor without instruments, or "
+                           f"run the instrumented steps eagerly.")
+        grads = [g for _, _, g in triples if g is not None]
+        tensors = grads + ([loss] if isinstance(loss, Tensor) else [])
+
+        def observe(*arrays):
+            it = iter(arrays)
+            got = [(n, v, None if g is None else next(it)) for n, v, g in triples]
+            self._observe(got, next(it) if isinstance(loss, Tensor) else loss, None)
+        callback(observe, *tensors)
 
     def on_applied(self, opt, pairs):
         """Called by the optimizer after the update: measures the update ratios."""
-        self._finish_update()
+        if interceptors.tracer is None:
+            self._finish_update()
+        else:
+            callback(self._finish_update)      # (at every replay, after its update)
 
     # ------------------------------------------------------------- reading
     @property
