@@ -166,3 +166,6 @@ def test_a_callback_that_does_not_fit_its_tensors_is_an_argument_error():
     jf = tf.jit(lambda x: tf.debug.callback(lambda a, b: None, x) or x + 1, backend="numpy")
     with pytest.raises(ArgumentError, match="takes 2 positional argument.*given 1"):
         jf(x)
+    # fn's own TypeError on the values: an ArgumentError naming fn and what it was given
+    with pytest.raises(ArgumentError, match=r"fn \(len\) cannot take .*float32 \[\]"):
+        tf.debug.callback(len, x)

@@ -170,15 +170,18 @@ def callback(fn: Callable[..., Any], *tensors: Tensor) -> None:
                                 f"Tensor, got {describe(t)}")
         t.throw_if_disposed()
     tracer = interceptors.tracer
-    if tracer is not None and tracer.traces_this_thread():
-        check_arity(fn, len(tensors), _API)     # (once, here: a replay calls fn as is)
-        tracer.on_callback(fn, tensors)       # (it calls fn now too, outside the trace)
-        return
     try:
-        fn(*[E.host_view(t._data) for t in tensors])
-    except TypeError:
-        check_arity(fn, len(tensors), _API)     # (only after a TypeError: a good call pays
-        raise                                   # nothing)
+        if tracer is not None and tracer.traces_this_thread():
+            tracer.on_callback(fn, tensors)       # (it calls fn now too, outside the trace)
+        else:
+            fn(*[E.host_view(t._data) for t in tensors])
+    except TypeError as e:
+        # (checked only after a TypeError: a good call pays nothing)
+        check_arity(fn, len(tensors), _API)
+        what = ", ".join(f"{t.dtype} {list(t.shape)}" for t in tensors) or "none"
+        raise ArgumentError(f"{_API}: fn ({getattr(fn, '__name__', type(fn).__name__)}) "
+                            f"cannot take the tensors' values (read-only NumPy arrays: "
+                            f"{what}): {type(e).__name__}: {e}") from e
 
 
 _API = "tf.debug.callback(fn, *tensors)"
