@@ -117,7 +117,7 @@ class CamelCase:
 
     def __dir__(self):
         cls = type(self)
-        return sorted(n for n in set(dir(cls)) - {"__weakref__"}
+        return sorted(n for n in set(object.__dir__(self)) - {"__weakref__"}
                       if not isinstance(_static(cls, n), CamelAlias))
 
 

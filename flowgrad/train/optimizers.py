@@ -20,7 +20,7 @@ from .. import scopes
 from ..arg_checks import as_int, as_number, describe, flag
 from ..errors import ArgumentError, FlowgradError
 from ..gradients import check_var_list, variable_grads, variable_pairs_here
-from ..camel_case import Result, camel_attribute, camel_to_snake
+from ..camel_case import CamelCase, Result, add_camel_aliases, camel_to_snake
 from ..ops import OPS
 from ..tensor import find_variable
 from .clipping import clip_by_global_norm, clip_by_norm
@@ -52,7 +52,7 @@ class ConfigDict(dict):
         raise KeyError(key)
 
 
-class Optimizer:
+class Optimizer(CamelCase):
     """Base class of the optimizers. A subclass names its slots (``slot_names``) and
     implements two hooks: ``slot_init(var)``, each slot's initial value, and
     ``update_rule(var, g, slots, lr)``, the new value and new slots, written with flowgrad
@@ -74,6 +74,12 @@ class Optimizer:
     class_name = "Optimizer"
     slot_names: tuple[str, ...] = ()
     _config_keys: tuple[str, ...] = ("learning_rate",)
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        # TF.js spellings of each class's settings (opt.useNesterov): instance attributes,
+        # which CamelCase cannot see on the class
+        super().__init_subclass__(**kwargs)
+        add_camel_aliases(cls, set(cls._config_keys))
 
     def __init__(self, learning_rate: LearningRate | None, clip_value: float | None = None,
                  clip_norm: float | None = None, global_clip_norm: float | None = None
@@ -288,8 +294,6 @@ class Optimizer:
         args = ", ".join(f"{k}={v!r}" for k, v in self.get_config().items())
         return f"{self.class_name}({args})"
 
-    __getattr__ = camel_attribute
-
     # ------------------------------------------------------------- the update protocol
     # What minimize, apply_gradients, tf.distributed's optimizer and checkpoints call, and
     # the two hooks a new optimizer implements (slot_init, update_rule): public, so that
@@ -393,6 +397,11 @@ class Optimizer:
         >>> w.dispose()
         """
         raise NotImplementedError
+
+
+# the TF.js spellings of the base's instance attributes (opt.clipNorm, opt.skippedSteps)
+add_camel_aliases(Optimizer, {"clip_value", "clip_norm", "global_clip_norm", "skipped_steps",
+                              "slot_table", "learning_rate"})
 
 
 def _warn_skipped(text):

@@ -67,8 +67,6 @@ def step(opt, pairs, skip_nonfinite, loss, rule):
             return (f"{opt.class_name}: update {opt.iterations + 1} skipped: the "
                     f"gradient of {names} has NaN or Inf values ({opt.skipped_steps} "
                     f"skipped so far).")
-    lr = opt.current_learning_rate()
-
     # one fused kernel per variable unless the update itself is being differentiated,
     # or the backend's functions take no out= buffers (the standard has none)
     if recording.is_recording() or not E.B.supports_out:
@@ -80,6 +78,8 @@ def step(opt, pairs, skip_nonfinite, loss, rule):
                        f"'{E.B.name}' (no out= buffers) or inside a gradient function it "
                        f"is computed op by op, with the step count as a Python number "
                        f"a replay would freeze. Call minimize() outside tf.jit here.")
+    # (the fused kernels read the learning rate when they run: see fused._update)
+    lr = opt.current_learning_rate() if rule is None else None
     plan = Plan(opt, opt.iterations + 1)
     try:
         for var, g in pairs:
