@@ -387,3 +387,17 @@ def test_the_check_above_is_not_vacuous():
     def new_op(x, gain=0.5):
         return x
     assert _numeric_params("new_op", new_op) == ["x", "gain"]
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_a_negative_zero_literal_keeps_its_sign(dtype):
+    # -0.0 == 0.0 and hashes alike: the cache of literal constants kept one of them for
+    # both, so x * -0.0 after an x * 0.0 computed with +0.0 (IEEE: 1 * -0 = -0, -0 + -0 = -0)
+    one, neg = tf.scalar(1.0, dtype=dtype), tf.scalar(-0.0, dtype=dtype)
+    for first in (0.0, -0.0):         # either one cached first
+        second = -0.0 if first == 0.0 and np.signbit(first) == 0 else 0.0
+        for v in (first, second):
+            want_mul = np.signbit(np.multiply(np.float64(1.0), v))
+            want_add = np.signbit(np.add(np.float64(-0.0), v))
+            assert bool(np.signbit((one * v).numpy())) == want_mul
+            assert bool(np.signbit((neg + v).numpy())) == want_add

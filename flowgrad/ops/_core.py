@@ -22,6 +22,8 @@ everything else about the kernel (flags of ``engine.Primitive``)::
 
 and a rule of its own with ``@_kernel.def_vmap`` beside ``@_kernel.def_vjp``.
 """
+import math
+
 import numpy as np
 
 from .. import batching as V
@@ -364,6 +366,10 @@ def scalar_of(v, dtype, opname="op"):
     """The constant tensor of a Python number in ``dtype``. Cached: ops with literals
     (``x * 2``, ``where(m, dy, 0)``) would otherwise build one tensor per call."""
     key = (v, dtype)
+    if not v and type(v) is float:
+        # NOTE: -0.0 == 0.0 and hashes alike: one shared entry made x * -0.0 and
+        # x + (-0.0) compute with +0.0 (the sign of a zero result lost) after a 0.0
+        key = (v, dtype, math.copysign(1.0, v))
     t = _CONSTANTS.get(key)
     if t is None:
         if type(v) is int:
