@@ -212,7 +212,7 @@ class _Program:
         self.out_kinds = [r[0] for r in out_refs]
         self.backend = backend
         self.lowering = None if backend == "numpy" else \
-            jit_native.Lowering(backend, tracer.sites, label)
+            jit_native.Lowering(backend, tracer.sites, label, threads)
         self.pending = None         # auto: seconds of replays after which it compiles
         self.spent = 0.0
         self._switching = threading.Lock()

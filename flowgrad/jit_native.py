@@ -12,7 +12,11 @@ threads never share them). A segment of 0-d values (a tiny SGD step) is a functi
 scalars. Everything else (matrix products, reductions, reshapes, kernels with no native
 form, integer kernels) stays a step of the NumPy replay, which calls the compiled segments
 in order. A measured cost model keeps a segment on NumPy where NumPy's vectorised loops
-beat numba's scalar libm calls (large blocks of exp, log, sin, tanh...).
+beat numba's scalar libm calls (large blocks of exp, log, sin, tanh...). A segment whose
+loop pays for threads (PARALLEL_US each) runs it on tf.jit(threads=) / tf.get_jit_threads()
+threads (numba.prange; elementwise: the same bits for any count), a smaller one on the
+calling thread. Compiled code is saved to disk and loaded by later processes instead of
+compiled again (flowgrad/jit_native_cache.py).
 
 NOTE: same numbers. Arithmetic runs in the segment's dtype operation by operation as
 NumPy's ufuncs run it (``fastmath=False``: no reassociation, no fused multiply-add) and each
@@ -25,6 +29,7 @@ from __future__ import annotations
 
 import importlib.util
 import math
+import os
 import re
 import sys
 import threading
@@ -33,7 +38,9 @@ import numpy as np
 
 from . import batching
 from . import engine as E
+from . import fusion
 from . import user_frames
+from .after_fork import renew_after_fork
 from .errors import MissingDependencyError
 from .ops import PRIMITIVES
 from .replay_buffers import PLANNED_MIN, Recycled
@@ -69,6 +76,21 @@ LIBM_OTHER_NS = (12.0, 0.5, 12.0, 1.0)      # the functions not measured
 # 2.8 ms on arrays: 0.67 s and 1.1 s for W1's 360), and numba's import (0.12-0.33 s)
 COMPILE_S = (0.07, 0.0025)
 IMPORT_S = 0.3
+# loading a segment from the disk cache instead (flowgrad/jit_native_cache.py): seconds per
+# segment and per kernel (measured 4-20 ms a segment, 9-16 ms for W1's 360 kernels), and
+# compiling one with parallel=True (numba's parfor passes: 0.31 s for 4 kernels on arrays,
+# 0.72 s for 40, 2.5 s for 160) against a serial one
+LOAD_S = (0.005, 0.00003)
+PARALLEL_COMPILE = 2.8
+# threads: a segment runs its loop on t threads (numba.prange) when its estimated time (the
+# model's native microseconds) gives each PARALLEL_US or more; else on the calling thread.
+# Measured with /tmp scripts (arithmetic chains of 4 and 12 kernels, 2^16 to 2^24 float32,
+# serial against 2 threads, the second core idle): a parallel call costs 30-100 us more
+# than a serial one (numba's workqueue waking its threads), and on the development machine's
+# two vCPUs a second thread did not pay for arithmetic at any size (1e7: 2.0 ms against 2.1;
+# libm-bound loops: 0.64x at 2^20), so threads start where the launch is under ~10%: 4
+# arithmetic kernels on 1e7 float32 (modelled 0.8 ms) run on 2 threads
+PARALLEL_US = 400.0
 
 _LIBM = re.compile(r"math\.(\w+)\(")
 
@@ -87,7 +109,14 @@ class JitFallbackWarning(UserWarning):
     form (warned once per traced program, naming the kernel and the line that called it)."""
 
 
+class JitCacheWarning(UserWarning):
+    """tf.jit's native code cache cannot be written (its folder: ``FLOWGRAD_JIT_CACHE``, else
+    the user's cache folder): programs compile as if it were off (warned once per process).
+    """
+
+
 _FOUND: list = []
+_NUMBA: list = []               # numba, once imported by load_numba
 
 
 def numba_installed() -> bool:
@@ -105,6 +134,8 @@ def load_numba():
     except ImportError as e:
         raise MissingDependencyError(f"tf.jit(backend='native') compiles with numba, which "
                                      f"cannot be imported ({e}): {HINT}") from e
+    if not _NUMBA:
+        _NUMBA.append(numba)
     return numba
 
 
@@ -252,12 +283,50 @@ _compiled_lock = threading.Lock()
 _MAX_COMPILED = 128
 
 
+def _cache_warning(message):
+    user_frames.warn(message, JitCacheWarning)
+
+
+# ---------------------------------------------------------------- threads
+
+_LAYER: list = []               # the threading layer chosen (see below)
+# one parallel call at a time in the process (see _choose_threading_layer); a forked child
+# gets a fresh lock (one a parent's thread held at the fork would stay held)
+_parallel_lock = threading.Lock()
+renew_after_fork(globals(), "_parallel_lock", threading.Lock)
+
+
+def _numba_threads():
+    """The threads numba may use (NUMBA_NUM_THREADS: the cores this process may run on)."""
+    return (_NUMBA[0] if _NUMBA else load_numba()).config.NUMBA_NUM_THREADS
+
+
+def _choose_threading_layer(numba):
+    """NOTE: numba's threading layers, measured: "workqueue" aborts the process when two
+    threads run parallel code at once ("Terminating: Nested parallel kernel launch"), and
+    GNU OpenMP ("omp", numba's choice on Linux without TBB) kills a forked child that runs
+    parallel code after its parent did (a data-loader pool): so, before numba starts its
+    threads, flowgrad asks for its fork-safe layers ("forksafe": TBB, else workqueue) unless
+    the user chose one (NUMBA_THREADING_LAYER), and runs one parallel call at a time in the
+    process (_parallel_lock), which makes workqueue safe from several threads. numba's
+    workqueue starts its threads again in a forked child."""
+    if not _LAYER:
+        try:
+            numba.threading_layer()         # (started already: the user's numba code)
+        except ValueError:
+            if "NUMBA_THREADING_LAYER" not in os.environ and \
+                    str(numba.config.THREADING_LAYER).lower() == "default":
+                numba.config.THREADING_LAYER = "forksafe"
+        _LAYER.append(True)
+
+
 class Segment:
     """One compiled segment: its kernels, inputs (refs), outputs (slots), elements and dtype,
     and the numba source of its loop (compiled on first emit)."""
 
-    def __init__(self, members, ins, outs, n, dtype, meta):
+    def __init__(self, members, ins, outs, n, dtype, meta, threads=None):
         self.names = [st[1].name for st in members]
+        self.threads = threads          # tf.jit(threads=), else tf.get_jit_threads()
         self.ins, self.outs, self.n, self.dtype = ins, outs, n, dtype
         self.scalar = n == 1            # a function of scalars
         self.in_meta = [_ref_meta(r, meta) for r in ins]
@@ -268,7 +337,10 @@ class Segment:
                      for m, v in zip(self.in_meta, self.values)]
         self.work = []                  # per kernel: (NumPy's call, its ns, numba's ns)
         self.source = self._source(members, meta)
-        self.fn = None
+        self.fn = self.pfn = None       # numba's dispatchers: serial, on threads
+        # (a loop estimated at 2 x PARALLEL_US or more may pay for threads)
+        self.native_us = self.costs()[1]
+        self.threaded = not self.scalar and self.native_us >= 2 * PARALLEL_US
 
     def __repr__(self):
         return f"<native {'+'.join(self.names)} on {self.n} elements>"
@@ -321,22 +393,48 @@ class Segment:
         native = NATIVE_CALL_US + (0 if self.scalar else NATIVE_ARRAYS_US * len(self.outs))
         return numpy, native + n * sum(ns for _, _, ns in self.work) * 1e-3
 
-    def compile(self):
-        """The numba dispatcher of this segment (compiled once per source and dtype)."""
-        if self.fn is not None:
-            return self.fn
-        key = (self.source, self.dtype.str)
+    def parallel_source(self):
+        """The source of the loop on threads (numba.prange; None for a function of scalars)."""
+        return None if self.scalar else \
+            self.source.replace("    for j in range(n):", "    for j in prange(n):", 1)
+
+    def signature_text(self):
+        """The dtype and kind of each parameter (part of the disk cache's key)."""
+        kinds = ["array" if f else "scalar" for f, r in zip(self.full, self.ins)
+                 if not (r[0] == "c" and not f)]
+        return f"{self.dtype.str} ({', '.join(kinds)}) -> " + \
+            ("one array of scalars" if self.scalar else f"{len(self.outs)} arrays")
+
+    def thread_count(self):
+        """Threads for a call now: tf.jit(threads=), else tf.get_jit_threads(), as many as
+        the work pays for (PARALLEL_US each) and numba has."""
+        threads = self.threads or fusion.get_jit_threads()
+        if threads < 2 or not self.threaded:
+            return 1
+        return max(1, min(threads, _numba_threads(), int(self.native_us // PARALLEL_US)))
+
+    def dispatcher(self, parallel=False):
+        """The numba dispatcher of this segment's loop, serial or on threads: compiled once
+        per source and dtype in a process, loaded from the disk cache when a process before
+        compiled it (flowgrad/jit_native_cache.py)."""
+        have = self.pfn if parallel else self.fn
+        if have is not None:
+            return have
+        source = self.parallel_source() if parallel else self.source
+        key = (source, self.dtype.str)
         fn = _compiled.get(key)
         if fn is None:
             numba = load_numba()
-            ns = {"math": math, "np": np, "T": self.dtype.type}
-            exec(compile(self.source, "<flowgrad.jit_native>", "exec"), ns)
-            fn = numba.njit(cache=False, fastmath=False, error_model="numpy")(ns["seg"])
+            from . import jit_native_cache
+            if parallel:
+                _choose_threading_layer(numba)
             scalar = numba.from_dtype(self.dtype)
             array = numba.types.Array(scalar, 1, "C")
             sig = [array if f else scalar for f, r in zip(self.full, self.ins) if
                    not (r[0] == "c" and not f)]
-            fn.compile(tuple(sig + [array] * (1 if self.scalar else len(self.outs))))
+            sig += [array] * (1 if self.scalar else len(self.outs))
+            fn = jit_native_cache.build(numba, source, self.dtype, sig, self.signature_text(),
+                                        parallel, _cache_warning)
             if self.scalar:
                 # NOTE: scalars come as Python floats (float(x): 30 ns on a NumPy scalar or a
                 # 0-d array alike, where x[()] takes 90 ns on a scalar), each exactly a
@@ -347,8 +445,40 @@ class Segment:
                 if len(_compiled) >= _MAX_COMPILED:
                     _compiled.clear()
                 _compiled[key] = fn
-        self.fn = fn
+        if parallel:
+            self.pfn = fn
+        else:
+            self.fn = fn
         return fn
+
+    def compile(self):
+        """The dispatcher a call would use now (compiled or loaded if needed)."""
+        return self.dispatcher(self.thread_count() >= 2)
+
+    def build_seconds(self):
+        """Estimated seconds to make this segment's code now: none when this process has
+        it, a load when the disk cache has it, else a compile."""
+        parallel = self.threaded and (self.threads or fusion.get_jit_threads()) >= 2
+        source = self.parallel_source() if parallel else self.source
+        if (source, self.dtype.str) in _compiled:
+            return 0.0
+        from . import jit_native_cache as cache
+        k = len(self.names)
+        if cache.cached(cache.key(source, self.signature_text(), parallel)):
+            return LOAD_S[0] + LOAD_S[1] * k
+        return (COMPILE_S[0] + COMPILE_S[1] * k) * (PARALLEL_COMPILE if parallel else 1)
+
+    def run(self, *args):
+        """Call the loop (a segment that may pay for threads): on ``thread_count()`` threads
+        when that is 2 or more, else on this one. The code of the other kind is made on the
+        first call that needs it (tf.set_jit_threads changed since)."""
+        t = self.thread_count()
+        if t < 2:
+            return (self.fn or self.dispatcher(False))(*args)
+        fn = self.pfn or self.dispatcher(True)
+        with _parallel_lock:
+            _NUMBA[0].set_num_threads(t)
+            return fn(*args)
 
     def emit(self, i, args, ns, escape):
         """The replay's lines running this segment as its step ``i`` (``args``: the replay's
@@ -356,6 +486,8 @@ class Segment:
         fn = self.compile()
         p = f"n{i}"
         ns[p], ns[p + "t"], ns[p + "d"] = fn, self.dtype.type, self.dtype
+        if self.threaded:           # (its thread count is chosen per call)
+            ns[p] = self.run
         call = []
         for j, (r, a, full, (shape, _)) in enumerate(zip(self.ins, args, self.full,
                                                          self.in_meta)):
@@ -414,8 +546,9 @@ class Lowering:
     or "auto" (compiled once the NumPy replay has cost what compiling would: jit.py).
     ``sites``: slot -> the user's line whose op made it (native mode), for the warning."""
 
-    def __init__(self, mode, sites=None, label="fn"):
+    def __init__(self, mode, sites=None, label="fn", threads=None):
         self.mode, self.sites, self.label = mode, sites, label
+        self.threads = threads      # tf.jit(threads=): the segments' threads (else the default)
         self.plan = None        # [(where, kernel names, detail)], in replay order
         self.segments = []
         self.warned = False
@@ -436,7 +569,7 @@ class Lowering:
 
         def close():
             if run:
-                seg = _segment(run, readers, escape, key, meta)
+                seg = _segment(run, readers, escape, key, meta, self.threads)
                 numpy, native = seg.costs()
                 if native <= numpy:
                     segments.append(seg)
@@ -480,9 +613,10 @@ class Lowering:
         return out
 
     def compile_seconds(self):
-        """Estimated seconds to compile the planned segments (numba's import included)."""
+        """Estimated seconds to compile the planned segments, or to load those the disk
+        cache holds (numba's import included)."""
         s = 0.0 if "numba" in sys.modules else IMPORT_S
-        return s + sum(COMPILE_S[0] + COMPILE_S[1] * len(g.names) for g in self.segments)
+        return s + sum(g.build_seconds() for g in self.segments)
 
     def describe(self):
         """The plan, one line per segment or run of NumPy steps of one reason."""
@@ -512,7 +646,7 @@ def _names(names, limit=12):
                                        if len(shown) > limit else "")
 
 
-def _segment(run, readers, escape, key, meta):
+def _segment(run, readers, escape, key, meta, threads=None):
     members = [st for _, st in run]
     indices = {i for i, _ in run}
     made = {st[4][0] for st in members}
@@ -524,4 +658,4 @@ def _segment(run, readers, escape, key, meta):
             if (r[0] != "s" or r[1] not in made) and _key(r) not in seen:
                 seen.add(_key(r))
                 ins.append(r)
-    return Segment(members, tuple(ins), outs, key[0], key[1], meta)
+    return Segment(members, tuple(ins), outs, key[0], key[1], meta, threads)

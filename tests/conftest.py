@@ -1,8 +1,14 @@
 """Test-wide set-up: the array-API-strict backend is registered (tests only, as the backends
 issue asks), when its package is installed."""
 import importlib.util
+import os
+import tempfile
 
 import pytest
+
+# tf.jit's native code cache (flowgrad/jit_native_cache.py): a folder of this run's own,
+# not the user's ~/.cache (tests that check the cache set their own)
+os.environ.setdefault("FLOWGRAD_JIT_CACHE", tempfile.mkdtemp(prefix="flowgrad-jit-test-"))
 
 if importlib.util.find_spec("array_api_strict") is not None:
     import strict_backend
