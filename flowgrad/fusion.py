@@ -192,11 +192,7 @@ def fuse(steps, meta, escape, threads=None):
     (the chain runs where it ends), so a chain is not cut by an unrelated kernel."""
     if E.B.name != "numpy" or not E.B.supports_out:
         return steps
-    readers = {}
-    for i, st in enumerate(steps):
-        for r in (st[2] if st[0] != "a" else (st[2],)):
-            if r[0] == "s":
-                readers.setdefault(r[1], []).append(i)
+    readers = slot_readers(steps)
     out, chain, made, key = [], [], set(), None
 
     def close():
@@ -227,25 +223,43 @@ def fuse(steps, meta, escape, threads=None):
     return out
 
 
-def _key(ref):
+def slot_readers(steps):
+    """slot -> the indices of the replay's steps that read it."""
+    readers = {}
+    for i, st in enumerate(steps):
+        for r in (st[2] if st[0] != "a" else (st[2],)):
+            if r[0] == "s":
+                readers.setdefault(r[1], []).append(i)
+    return readers
+
+
+def ref_key(ref):
+    """A reference to a slot, or to a constant by identity (an array's == is elementwise)."""
     return ref if ref[0] == "s" else ("c", id(ref[1]))
 
 
-def _chain_step(members, indices, readers, escape, key, threads, meta):
+def run_boundary(members, indices, readers, escape):
+    """``(inputs, outputs)`` of a run of kernel steps (``indices``: their places in the
+    replay) made one step: the references it reads from outside, each once, and its results
+    read after it (or returned, or assigned to a variable)."""
     made = {st[4][0] for st in members}
-    # the chain's results read after it (or returned, or assigned to a variable)
     outs = tuple(s for s in (st[4][0] for st in members)
                  if s in escape or any(j not in indices for j in readers.get(s, ())))
     ins, seen = [], set()
     for st in members:
         for r in st[2]:
-            if (r[0] != "s" or r[1] not in made) and _key(r) not in seen:
-                seen.add(_key(r))
+            if (r[0] != "s" or r[1] not in made) and ref_key(r) not in seen:
+                seen.add(ref_key(r))
                 ins.append(r)
+    return tuple(ins), outs
+
+
+def _chain_step(members, indices, readers, escape, key, threads, meta):
+    ins, outs = run_boundary(members, indices, readers, escape)
     # which inputs are sliced per block (the others have one element: broadcast whole)
     full = tuple(math.prod(meta[r[1]][0] if r[0] == "s" else r[1].shape) == key[0] for r in ins)
-    fc = FusedChain(members, tuple(ins), full, outs, key[0], key[1], threads)
-    return ("f", fc, tuple(ins), None, outs)
+    fc = FusedChain(members, ins, full, outs, key[0], key[1], threads)
+    return ("f", fc, ins, None, outs)
 
 
 class FusedChain:
@@ -339,7 +353,7 @@ def _compile(members, ins, full, outs, block):
     name = {}           # slot / input key -> expression inside a block
     pre = []            # per-block slicing of inputs and outputs
     for j, r in enumerate(ins):
-        key = _key(r)
+        key = ref_key(r)
         if r[0] == "c" and not full[j]:
             # NOTE: a size-1 constant as a NumPy scalar of its dtype: the same result as
             # broadcasting the array (NumPy 2: a typed scalar keeps its dtype)
@@ -364,7 +378,7 @@ def _compile(members, ins, full, outs, block):
         fn = getattr(E.B, prim.ufunc)
         # a composite's ufunc steps (backends/ext_math.py) are written inline
         steps = getattr(fn, "steps", None)
-        args = [name[_key(r)] for r in refs]
+        args = [name[ref_key(r)] for r in refs]
         dying = list(dict.fromkeys(r[1] for r in refs if r[0] == "s" and r[1] in tmp_of and
                                    last[r[1]] == m))
         if steps is None:

@@ -206,10 +206,6 @@ def _size(shape):
     return math.prod(shape)
 
 
-def _key(r):
-    return r if r[0] == "s" else (r[0], id(r[1]))
-
-
 def classify(st, meta):
     """(elements, dtype) of a step that may join a native segment, else why it stays a
     NumPy step (one of the reasons above)."""
@@ -349,20 +345,20 @@ class Segment:
         name, params, head, loads = {}, [], [], []
         for j, (r, full) in enumerate(zip(self.ins, self.full)):
             if r[0] == "c" and not full:
-                name[_key(r)] = f"x{j}"
+                name[fusion.ref_key(r)] = f"x{j}"
                 head.append(f"x{j} = {_literal(self.values[j])}")
             elif full:
                 params.append(f"i{j}")
-                name[_key(r)] = f"x{j}"
+                name[fusion.ref_key(r)] = f"x{j}"
                 loads.append(f"x{j} = i{j}[j]")
             else:
                 params.append(f"k{j}")
-                name[_key(r)] = f"k{j}"
+                name[fusion.ref_key(r)] = f"k{j}"
         body = []
         for st in members:
             refs, o = st[2], st[4][0]
             consts = [_number(r, self.dtype) for r in refs]
-            expr = native_expr(st[1], [name[_key(r)] for r in refs], consts)
+            expr = native_expr(st[1], [name[fusion.ref_key(r)] for r in refs], consts)
             self.work.append(_work(st[1], expr, self.dtype, self.scalar and
                                    meta[o][0] == ()))
             body.append(f"t{o} = T({expr})")
@@ -559,11 +555,7 @@ class Lowering:
         outputs)``. Steps that do not read an open segment's results are moved before it
         (it runs where it ends), as fusion.fuse does; assignments and impure kernels end it.
         """
-        readers = {}
-        for i, st in enumerate(steps):
-            for r in (st[2] if st[0] != "a" else (st[2],)):
-                if r[0] == "s":
-                    readers.setdefault(r[1], []).append(i)
+        readers = fusion.slot_readers(steps)
         out, plan, segments, missing = [], [], [], {}
         run, made, key = [], set(), None
 
@@ -648,14 +640,5 @@ def _names(names, limit=12):
 
 def _segment(run, readers, escape, key, meta, threads=None):
     members = [st for _, st in run]
-    indices = {i for i, _ in run}
-    made = {st[4][0] for st in members}
-    outs = tuple(o for o in (st[4][0] for st in members)
-                 if o in escape or any(j not in indices for j in readers.get(o, ())))
-    ins, seen = [], set()
-    for st in members:
-        for r in st[2]:
-            if (r[0] != "s" or r[1] not in made) and _key(r) not in seen:
-                seen.add(_key(r))
-                ins.append(r)
-    return Segment(members, tuple(ins), outs, key[0], key[1], meta, threads)
+    ins, outs = fusion.run_boundary(members, {i for i, _ in run}, readers, escape)
+    return Segment(members, ins, outs, key[0], key[1], meta, threads)
