@@ -2,9 +2,14 @@
 print a table of flowgrad's time, the NumPy floor's, and their ratio. Rows marked
 ``[torch]``, ``[jax]`` or ``[autograd]`` put that peer in flowgrad's column (measured only
 where importable). ``--peers`` regroups the rows: one line per workload, its ratios to the
-floor for flowgrad eager, tf.jit (one and two threads), PyTorch eager and JAX jit.
+floor for flowgrad eager, tf.jit (the NumPy replay; native code; the NumPy replay on two
+threads), PyTorch eager and JAX jit (issue 29's comparison: ``python -m bench --peers``).
 ``--threads N`` sets tf.jit's default thread count (1 otherwise: every row runs on one
-thread, except those marked "2 threads")."""
+thread, except those marked "2 threads"; JAX's only under ``taskset -c N``, see
+bench/peers.py).
+
+Workloads in OPT_IN run only when named: ``python -m bench jitcost`` (tf.jit native's
+compile and cache-load times, in fresh processes: bench/jit_cost.py)."""
 import argparse
 import os
 import re
@@ -12,10 +17,18 @@ import sys
 
 from .workloads import WORKLOADS
 
+# named only: not part of a run of every workload (jitcost: ~30 s of subprocesses measuring
+# compile time, no NumPy floor; its own run: python -m bench jitcost)
+OPT_IN = ("jitcost",)
+PEERS_DEFAULT = ["W1", "W2", "W3", "W4a", "W4b", "W5"]
+
 
 def main(argv=None):
     p = argparse.ArgumentParser(prog="python -m bench")
-    p.add_argument("names", nargs="*", help=f"workloads (default all: {', '.join(WORKLOADS)})")
+    p.add_argument("names", nargs="*",
+                   help=f"workloads (default all but {', '.join(OPT_IN)}: "
+                        f"{', '.join(k for k in WORKLOADS if k not in OPT_IN)}; with --peers: "
+                        f"{' '.join(PEERS_DEFAULT)})")
     p.add_argument("--quick", action="store_true", help="few repetitions (CI: results only)")
     p.add_argument("--reps", type=int, default=None, help="rounds per measurement")
     p.add_argument("--peers", action="store_true",
@@ -30,12 +43,12 @@ def main(argv=None):
     os.environ["FLOWGRAD_JIT_THREADS"] = str(tf.get_jit_threads())   # (subprocesses too)
     reps = args.reps or (2 if args.quick else 9)
     if args.peers:
-        return peers_table(args.names or ["W1", "W3", "W4a", "W5"], reps)
-    names = args.names or list(WORKLOADS)
-    print(f"{'workload':44} {'flowgrad':>12} {'floor':>12} {'ratio':>7}")
+        return peers_table(args.names or PEERS_DEFAULT, reps)
+    names = args.names or [k for k in WORKLOADS if k not in OPT_IN]
+    print(f"{'workload':54} {'flowgrad':>12} {'floor':>12} {'ratio':>7}")
     for name in names:
         for label, fg, floor, scale, unit in WORKLOADS[name](reps):
-            print(f"{label:44} {fg * scale:9.3f} {unit:>2} {floor * scale:9.3f} {unit:>2} "
+            print(f"{label:54} {fg * scale:9.3f} {unit:>2} {floor * scale:9.3f} {unit:>2} "
                   f"{fg / floor:7.2f}")
     return 0
 
@@ -45,7 +58,9 @@ _SIZE = re.compile(r"(\d+ elt|\d(?:\.\d+)?e[+-]?\d+)")
 
 
 def _classify(label):
-    """(workload key, column) of a row label."""
+    """(workload key, column) of a row label: the key is the label's first word, its size
+    ("1 elt", "1e+06") and what part or variant it measures; the column is the peer's
+    bracket, else what the label says of tf.jit ("2 threads" first: it is a tf.jit row)."""
     if "[torch]" in label:
         col = "torch"
     elif "[jax]" in label:
@@ -70,6 +85,8 @@ def _classify(label):
         key += " update"
     if " as x.pow(3)" in label:
         key += " pow"
+    if "minimize" in label.split(",")[0]:       # (W5's optimizer variant: not W2's jit rows)
+        key += " minimize"
     return key, col
 
 

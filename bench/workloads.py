@@ -96,7 +96,8 @@ def _chain_fwd_floor(x, n_ops):
 
 
 def w4b(reps):
-    """Hessian of sum(tanh(W x)), W 100x100, against the closed form."""
+    """Hessian of sum(tanh(W x)), W 100x100, against the closed form: eager (beside JAX's
+    jax.hessian, jit-compiled), and tf.jit's NumPy replay beside the native one."""
     rng = np.random.default_rng(0)
     Wn = (rng.standard_normal((100, 100)) / 10).astype(np.float32)
     xn = rng.standard_normal(100).astype(np.float32)
@@ -107,8 +108,39 @@ def w4b(reps):
         t = np.tanh(Wn @ xn)
         return (Wn.T * (-2 * t * (1 - t * t))) @ Wn
     np.testing.assert_allclose(hess(x).numpy(), closed(), rtol=1e-3, atol=1e-5)
-    t = measure({"fg": lambda: hess(x), "np": closed}, reps, inner=3)
-    return [("W4b hessian of sum(tanh(Wx)), 100x100", t["fg"], t["np"], 1e3, "ms")]
+    runs = {"fg": lambda: hess(x), "np": closed}
+    jax_h = peers.jax_w4b(Wn, xn)        # (same rounds)
+    if jax_h is not None:
+        np.testing.assert_allclose(jax_h(), closed(), rtol=1e-3, atol=1e-5)
+        runs["jax"] = jax_h
+    t = measure(runs, reps, inner=3)
+    label = "W4b hessian of sum(tanh(Wx)), 100x100"
+    rows = [(label, t["fg"], t["np"], 1e3, "ms")]
+    if "jax" in t:
+        rows.append((f"{label} [jax]", t["jax"], t["np"], 1e3, "ms"))
+    t = measure(_jitted(hess, x, closed, rtol=1e-3, atol=1e-5), reps, inner=3)
+    return rows + _jit_rows(label, t, 1e3, "ms")
+
+
+def _jitted(f, x, floor, **tol):
+    """The runs of a workload's tf.jit rows: f(x) replayed by NumPy ("fg") and, where numba
+    is installed, compiled ("native"), each checked against the floor first."""
+    runs = {"np": floor}
+    for key, backend in (("fg", "numpy"), ("native", "native")):
+        if backend == "native" and not NATIVE:
+            continue
+        jf = tf.jit(f, backend=backend)
+        np.testing.assert_allclose(jf(x).numpy(), floor(), err_msg=backend, **tol)
+        runs[key] = lambda jf=jf: jf(x)
+    return runs
+
+
+def _jit_rows(label, t, scale, unit):
+    """The tf.jit rows of measure(_jitted(...)): the NumPy replay's and the native one's."""
+    rows = [(f"{label}, tf.jit", t["fg"], t["np"], scale, unit)]
+    if "native" in t:
+        rows.append((f"{label}, tf.jit native", t["native"], t["np"], scale, unit))
+    return rows
 
 
 def debug_cost(reps, n_ops=200):
@@ -217,7 +249,9 @@ def _mlp_flowgrad(x, y, params):
 
 
 def w2(reps, steps=200):
-    """MLP 784-256-256-10, relu, softmax cross-entropy, batch 128, Adam 1e-3."""
+    """MLP 784-256-256-10, relu, softmax cross-entropy, batch 128, Adam 1e-3: the step
+    eager (beside every peer), its two halves, and the whole step by tf.jit's NumPy replay
+    beside the native one."""
     x, y, params = _mlp_data()
     floor = _NumpyAdam(params)
     vs, opt, loss = _mlp_flowgrad(x, y, params)
@@ -235,21 +269,40 @@ def w2(reps, steps=200):
     rows = [("W2 MLP train step (Adam), batch 128", t["fg"], t["np"], 1e3, "ms")]
     rows += [(f"W2 MLP train step [{peer}]", t[peer], t["np"], 1e3, "ms") for peer in others]
     rows += _w2_parts(reps, x, y, params)
-    # the same training run with the whole step traced once and replayed
+    # the same training run with the whole step traced once and replayed: the NumPy
+    # replay and (where numba is) the native one, each with its own variables and optimizer
     floor = _NumpyAdam(params)
-    vs, opt, loss = _mlp_flowgrad(x, y, params)
-    step = tf.jit(lambda: opt.minimize(loss, return_cost=True), backend="numpy")
+    jitted = {}
     try:
+        jitted["fg"] = _mlp_jit_step(x, y, params, "numpy")
+        if NATIVE:
+            jitted["native"] = _mlp_jit_step(x, y, params, "native")
         for _ in range(steps):
             last_np = floor.step(x, y)
-            last_fg = step().item()
-        np.testing.assert_allclose(last_fg, last_np, rtol=2e-3)
-        t = measure({"fg": step, "np": lambda: floor.step(x, y)}, reps, inner=5)
+            last = {k: step().item() for k, (step, _) in jitted.items()}
+        for k in jitted:
+            np.testing.assert_allclose(last[k], last_np, rtol=2e-3, err_msg=k)
+        t = measure({**{k: step for k, (step, _) in jitted.items()},
+                     "np": lambda: floor.step(x, y)}, reps, inner=5)
     finally:
+        for _, free in jitted.values():
+            free()
+    rows.append(("W2 ..., tf.jit(minimize)", t["fg"], t["np"], 1e3, "ms"))
+    if NATIVE:
+        rows.append(("W2 ..., tf.jit native (minimize)", t["native"], t["np"], 1e3, "ms"))
+    return rows
+
+
+def _mlp_jit_step(x, y, params, backend):
+    """W2's training step traced whole (forward, backward, Adam) by tf.jit on ``backend``,
+    returning the loss as a tensor: what W2's jit rows time and bench/jit_cost.py compiles.
+    Returns (step, free: disposes its variables and optimizer)."""
+    vs, opt, loss = _mlp_flowgrad(x, y, params)
+
+    def free():
         tf.dispose(vs)
         opt.dispose()
-    rows.append(("W2 ..., tf.jit(minimize)", t["fg"], t["np"], 1e3, "ms"))
-    return rows
+    return tf.jit(lambda: opt.minimize(loss, return_cost=True), backend=backend), free
 
 
 def _w2_parts(reps, x, y, params):
@@ -275,7 +328,9 @@ def _w2_parts(reps, x, y, params):
 # ---------------------------------------------------------------- W3: big elementwise
 
 def w3(reps, sizes=(10**6, 10**7)):
-    """Gradient of sum(exp(x) sin(x) + x x), against a fused floor that reuses buffers."""
+    """Gradient of sum(exp(x) sin(x) + x x), against a fused floor that reuses buffers:
+    eager (beside PyTorch eager and JAX jit), tf.jit's NumPy replay (beside the native
+    one), and the NumPy replay on two threads."""
     rows = []
     for n in sizes:
         xn = np.linspace(-1, 1, n).astype(np.float32)
@@ -294,21 +349,23 @@ def w3(reps, sizes=(10**6, 10**7)):
         g = tf.grad(lambda t: (t.exp() * t.sin() + t * t).sum())
         np.testing.assert_allclose(g(x).numpy(), floor(), rtol=1e-5, atol=1e-6)
         runs = {"fg": lambda: g(x), "np": floor}
-        torch_g = _torch_w3(xn)
-        if torch_g is not None:          # PyTorch eager, measured in the same rounds
-            np.testing.assert_allclose(torch_g(), floor(), rtol=1e-5, atol=1e-6)
-            runs["torch"] = torch_g
+        # the peers (PyTorch eager, JAX jit), measured in the same rounds
+        for peer, run in (("torch", _torch_w3(xn)), ("jax", peers.jax_w3(xn))):
+            if run is not None:
+                np.testing.assert_allclose(run(), floor(), rtol=1e-5, atol=1e-6,
+                                           err_msg=peer)
+                runs[peer] = run
         t = measure(runs, reps)
         rows.append((f"W3 grad of sum(exp sin + x^2), {n:.0e}", t["fg"], t["np"], 1e3, "ms"))
-        if "torch" in t:
-            rows.append((f"W3 ... {n:.0e} [torch]", t["torch"], t["np"], 1e3, "ms"))
-        jg = tf.jit(g, backend="numpy")     # (threads: python -m bench --threads N, else 1)
-        np.testing.assert_allclose(jg(x).numpy(), floor(), rtol=1e-5, atol=1e-6)
-        t = measure({"fg": lambda: jg(x), "np": floor}, reps)
-        rows.append((f"W3 ... {n:.0e}, tf.jit", t["fg"], t["np"], 1e3, "ms"))
+        rows += [(f"W3 ... {n:.0e} [{peer}]", t[peer], t["np"], 1e3, "ms")
+                 for peer in ("torch", "jax") if peer in t]
+        # (threads: python -m bench --threads N, else 1)
+        runs = _jitted(g, x, floor, rtol=1e-5, atol=1e-6)
+        t = measure(runs, reps)
+        rows += _jit_rows(f"W3 ... {n:.0e}", t, 1e3, "ms")
         # fused chains split among two threads, against the same one-thread floor
         jg2 = tf.jit(g, threads=2, backend="numpy")
-        np.testing.assert_array_equal(jg2(x).numpy(), jg(x).numpy())
+        np.testing.assert_array_equal(jg2(x).numpy(), runs["fg"]().numpy())
         t = measure({"fg": lambda: jg2(x), "np": floor}, reps)
         rows.append((f"W3 ... {n:.0e}, tf.jit, 2 threads", t["fg"], t["np"], 1e3, "ms"))
     return rows
@@ -338,7 +395,9 @@ def _torch_w3(xn):
 
 def w4a(reps, n=10**6):
     """d2/dx2 of x^3 on 1e6 elements by grad of grad, against the closed form 6x: written
-    x * x * x, and x.pow(3) (half the values negative: NumPy's power is slow on those)."""
+    x * x * x, and x.pow(3) (half the values negative: NumPy's power is slow on those).
+    Eager beside PyTorch eager and JAX jit (x ** 3 for x.pow(3)); tf.jit's NumPy replay
+    beside the native one."""
     xn = np.linspace(-1, 1, n).astype(np.float32)
     x = tf.tensor(xn)
     out = np.empty_like(xn)
@@ -350,26 +409,19 @@ def w4a(reps, n=10**6):
         d2 = tf.grad(tf.grad(cube))
         np.testing.assert_allclose(d2(x).numpy(), closed(), rtol=1e-5, atol=1e-5)
         runs = {"fg": lambda: d2(x), "np": closed}
-        torch_d2 = _torch_d2(xn, cube)     # PyTorch eager, measured in the same rounds
-        if torch_d2 is not None:
-            np.testing.assert_allclose(torch_d2(), closed(), rtol=1e-5, atol=1e-5)
-            runs["torch"] = torch_d2
+        # the peers (PyTorch eager, JAX jit), measured in the same rounds
+        for peer, run in (("torch", _torch_d2(xn, cube)), ("jax", peers.jax_w4a(xn, how))):
+            if run is not None:
+                np.testing.assert_allclose(run(), closed(), rtol=1e-5, atol=1e-5,
+                                           err_msg=peer)
+                runs[peer] = run
         t = measure(runs, reps)
         label = "W4a d2/dx2 of x^3, 1e6" + ("" if how == "x^3" else f" as {how}")
         rows.append((f"{label}, grad of grad", t["fg"], t["np"], 1e3, "ms"))
-        if torch_d2 is not None:
-            rows.append((f"{label}, grad of grad [torch]", t["torch"], t["np"], 1e3, "ms"))
-        jd2 = tf.jit(d2, backend="numpy")
-        np.testing.assert_allclose(jd2(x).numpy(), closed(), rtol=1e-5, atol=1e-5)
-        runs = {"fg": lambda: jd2(x), "np": closed}
-        if NATIVE:
-            nd2 = tf.jit(d2, backend="native")
-            np.testing.assert_allclose(nd2(x).numpy(), closed(), rtol=1e-5, atol=1e-5)
-            runs["native"] = lambda: nd2(x)
-        t = measure(runs, reps)
-        rows.append((f"{label}, tf.jit", t["fg"], t["np"], 1e3, "ms"))
-        if NATIVE:
-            rows.append((f"{label}, tf.jit native", t["native"], t["np"], 1e3, "ms"))
+        rows += [(f"{label}, grad of grad [{peer}]", t[peer], t["np"], 1e3, "ms")
+                 for peer in ("torch", "jax") if peer in t]
+        t = measure(_jitted(d2, x, closed, rtol=1e-5, atol=1e-5), reps)
+        rows += _jit_rows(label, t, 1e3, "ms")
     return rows
 
 
@@ -388,7 +440,8 @@ def _torch_d2(xn, cube):
 def w5(reps, steps=10_000):
     """10,000 tiny SGD steps, each inside tidy; memory flat: the update written by hand
     (assign), and by an optimizer (minimize, whole-or-nothing: PyTorch's torch.optim.SGD
-    beside it)."""
+    beside it); each eager, by tf.jit's NumPy replay and by the native one. JAX: one
+    jax.jit-compiled step called per step (the same computation for both variants)."""
     wn, xn, yn = np.float32(0.5), np.float32(2.0), np.float32(5.0)
     w = tf.variable(tf.scalar(0.5))
     x, y = tf.scalar(2.0), tf.scalar(5.0)
@@ -438,6 +491,11 @@ def w5(reps, steps=10_000):
             if torch_steps is not None:
                 np.testing.assert_allclose(torch_steps(), floor(), rtol=1e-5)
                 runs[key] = torch_steps
+        # JAX: one row (an optimizer's SGD step compiles to the same computation)
+        jax_steps = peers.jax_w5(wn, xn, yn, steps)
+        if jax_steps is not None:
+            np.testing.assert_allclose(jax_steps(), floor(), rtol=1e-5)
+            runs["jax"] = jax_steps
         t = measure(runs, max(1, reps // 3), warmup=1)
     finally:
         w.dispose()
@@ -454,6 +512,8 @@ def w5(reps, steps=10_000):
         rows.append(("W5 ... [torch]", t["torch"], t["np"], *per))
     if "torch_opt" in t:
         rows.append(("W5 minimize ... [torch]", t["torch_opt"], t["np"], *per))
+    if "jax" in t:
+        rows.append(("W5 ... [jax]", t["jax"], t["np"], *per))
     return rows
 
 
@@ -491,7 +551,9 @@ from .per_example import pex  # noqa: E402  (per-example gradients with tf.vmap)
 
 from .cockpit import cockpit  # noqa: E402  (the monitor's instruments against a plain step)
 
+from .jit_cost import jitcost  # noqa: E402  (tf.jit native's first call: compile, cache load)
+
 WORKLOADS.update({"W2": w2, "W3": w3, "W4a": w4a, "W5": w5, "ckpt": ckpt, "pex": pex,
-                  "cockpit": cockpit})
+                  "cockpit": cockpit, "jitcost": jitcost})
 WORKLOADS = {k: WORKLOADS[k] for k in ("W1", "W2", "W3", "W4a", "W4b", "W5", "debug", "ckpt",
-                                       "pex", "cockpit")}
+                                       "pex", "cockpit", "jitcost")}

@@ -82,12 +82,12 @@ class Primitive:
     in ``flowgrad.ops._core``.
     """
     __slots__ = ("name", "fwd", "vjp", "multi", "save_y", "view", "cut", "vjp_needs",
-                 "strict", "batched_vjp", "ufunc", "expr", "native", "impure", "vmap_rule",
-                 "vmap_boundary", "arg_names", "zero_grad", "__weakref__")
+                 "strict", "batched_vjp", "ufunc", "expr", "native", "expand", "impure",
+                 "vmap_rule", "vmap_boundary", "arg_names", "zero_grad", "__weakref__")
 
     def __init__(self, name, fwd, *, multi=False, save_y=False, view=False, cut=False,
                  strict=False, batched_vjp=False, ufunc=None, expr=None, native=None,
-                 impure=False, vmap=None, vmap_boundary=False, zero_grad=False):
+                 expand=None, impure=False, vmap=None, vmap_boundary=False, zero_grad=False):
         self.name = name          # kernel name, as in TF.js ("Exp", "BatchMatMul")
         self.fwd = fwd
         self.vjp = None
@@ -107,8 +107,16 @@ class Primitive:
         self.expr = expr
         # its native form (tf.jit(backend="native"), flowgrad/jit_native.py): the kernel on
         # one float element, as a numba expression ("math.exp({0})"; T(c) is the constant c
-        # in the operands' dtype), or a function (operands, constants) -> such an expression
+        # in the operands' dtype), or a function (operands, constants) -> such an expression.
+        # Number attributes are named in it ("{0} * {alpha}"), each becoming the literal
+        # T(value) (NaN and inf included); a function is called with their values as
+        # keywords, (operands, constants, alpha=0.2), and may name them so too. A step with
+        # an attribute that is not a number (an int or float, NumPy's too) stays NumPy
         self.native = native
+        # a composite kernel's form there instead: ``expand(attrs, n_inputs)`` -> (numbers,
+        # steps, results) or None, the kernel as elementwise kernels of the table (an
+        # optimizer's fused update: flowgrad/train/fused.py says what the parts are)
+        self.expand = expand
         # random or stateful: tf.jit never folds it nor removes it when its result is unused
         self.impure = impure
         # tf.vmap: the batching rule (None: undeclared; it then loops per example, warning),

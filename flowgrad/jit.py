@@ -188,6 +188,12 @@ class _Trace:
     def __init__(self, tracer):
         self.steps, self.meta, self.sites = tracer.steps, tracer.meta, tracer.sites
 
+    @classmethod
+    def of(cls, steps, meta, sites):
+        tr = cls.__new__(cls)
+        tr.steps, tr.meta, tr.sites = steps, meta, sites
+        return tr
+
 
 class _Program:
     """A trace compiled to a Python function over arrays.
@@ -295,7 +301,7 @@ class _Program:
                      f"{self.pending * 1e3:.0f} ms (so far {self.spent * 1e3:.1f} ms); the "
                      f"plan:")
         elif not low.segments:
-            head += " NumPy replay: no segment runs faster compiled"
+            head += " NumPy replay: no segment is worth compiling (the cost model)"
         return [head] + low.describe()
 
 
@@ -423,6 +429,10 @@ def _liveness(steps, out_refs):
                 last[r[1]] = i
     escape = {r[1] for r in out_refs if r[0] == "s"}
     escape |= {st[2][1] for st in steps if st[0] == "a" and st[2][0] == "s"}
+    # a stateful kernel may keep what it is given: an optimizer's commit makes its inputs
+    # the variables' values, so they are fresh arrays, never the replay's own buffers
+    escape |= {r[1] for st in steps if st[0] == "k" and st[1].impure for r in st[2]
+               if r[0] == "s"}
     # a non-elementwise kernel may return a view of its input: inputs of views that escape
     # escape too, and an input lives as long as the output that may view it
     for st in reversed(steps):
@@ -439,7 +449,8 @@ def _liveness(steps, out_refs):
 def _plan(tr, out_refs, lowering):
     """The native plan of a trace (lowering.plan, lowering.segments), compiling nothing."""
     steps, out_refs = _simplify(tr, out_refs, True)
-    lowering.lower(steps, tr.meta, _liveness(steps, out_refs)[1])
+    steps, meta = jit_native.expand(steps, tr.meta)
+    lowering.lower(steps, meta, _liveness(steps, out_refs)[1])
 
 
 def _compile(tr, n_args, out_refs, threads=None, watch=None, lowering=None):
@@ -460,6 +471,11 @@ def _compile(tr, n_args, out_refs, threads=None, watch=None, lowering=None):
             ns[names[key]] = val[()] if isinstance(val, np.ndarray) and val.ndim == 0 else val
         return names[key] + ("._data" if kind == "v" else "")
 
+    if lowering is not None:
+        # an optimizer's update as elementwise kernels (new slots: a trace of their meta)
+        steps, meta = jit_native.expand(steps, tr.meta)
+        if meta is not tr.meta:
+            tr = _Trace.of(steps, meta, tr.sites)
     last, escape = _liveness(steps, out_refs)
     if lowering is not None:        # native segments first: fusion takes what stays NumPy
         steps = lowering.lower(steps, tr.meta, escape)

@@ -21,7 +21,8 @@ compiled again (flowgrad/jit_native_cache.py).
 NOTE: same numbers. Arithmetic runs in the segment's dtype operation by operation as
 NumPy's ufuncs run it (``fastmath=False``: no reassociation, no fused multiply-add) and each
 kernel's result is rounded to the dtype (``T(...)``), so +, -, *, /, sqrt, abs, max, min,
-relu are NumPy's bits (-0.0, NaN and ties included); the transcendental functions are the C
+relu, clip, step, sign and floor, ceil, round (numba's np.floor, np.ceil, np.rint) are
+NumPy's bits (-0.0, NaN and ties included); the transcendental functions are the C
 library's (expf, sinf, tanh...) where NumPy has its own SIMD loops, so results differ from
 the NumPy replay by a few ulp (ULP_BOUND, checked by tests/test_jit_native.py).
 """
@@ -43,7 +44,7 @@ from . import user_frames
 from .after_fork import renew_after_fork
 from .errors import MissingDependencyError
 from .ops import PRIMITIVES
-from .replay_buffers import PLANNED_MIN, Recycled
+from .replay_buffers import PLANNED_MIN, Pooled
 
 HINT = "pip install 'flowgrad[jit]'"
 # Per kernel with a libm call, against the NumPy replay: measured at most 3 ulp (float32:
@@ -71,6 +72,12 @@ LIBM_NS = {"exp": (1.9, 0.39, 3.4, 0.64), "log": (2.0, 0.29, 3.4, 0.6),
            "tanh": (11.5, 0.2, 11.5, 0.9), "expm1": (7.6, 0.31, 7.1, 0.81),
            "log1p": (7.9, 0.34, 7.2, 0.69), "atan": (11.1, 0.41, 8.2, 0.77),
            "sqrt": (0.09, 0.33, 0.27, 1.03), "pow": (5.7, 1.2, 9.4, 1.6)}
+# (measured the same way on 2026-12-02, one loop of 65536 values in (0.1, 0.9), acosh's
+# in (1.1, 1.9), against the kernel's own NumPy forward: flowgrad's erf is a polynomial of
+# several ufunc passes, so compiled it is ~10x faster)
+LIBM_NS.update({"erf": (3.4, 40.9, 3.5, 37.6), "asin": (5.7, 0.38, 10.4, 1.54),
+                "acos": (8.5, 0.53, 10.7, 1.4), "asinh": (19.1, 0.93, 20.6, 2.11),
+                "acosh": (21.1, 0.8, 20.7, 2.8), "atanh": (19.9, 1.46, 20.6, 1.63)})
 LIBM_OTHER_NS = (12.0, 0.5, 12.0, 1.0)      # the functions not measured
 # compiling: seconds per segment and per kernel in it (0.07 + 1.7 ms a kernel on scalars,
 # 2.8 ms on arrays: 0.67 s and 1.1 s for W1's 360), and numba's import (0.12-0.33 s)
@@ -91,6 +98,11 @@ PARALLEL_COMPILE = 2.8
 # libm-bound loops: 0.64x at 2^20), so threads start where the launch is under ~10%: 4
 # arithmetic kernels on 1e7 float32 (modelled 0.8 ms) run on 2 threads
 PARALLEL_US = 400.0
+# a segment is compiled where what it saves per call pays for compiling it (COMPILE_S)
+# within this many calls (a training run's steps): W2's single kernels on 1,280 elements
+# save 0.07 us a call (a million calls to pay for 0.07 s), its Adam updates 5-140 us; one
+# compile fewer is 0.1-0.2 s off a first call (0.5 s more for the first one in a process)
+PAYBACK_CALLS = 100_000
 
 _LIBM = re.compile(r"math\.(\w+)\(")
 
@@ -100,7 +112,11 @@ NOT_FLOAT = "integer or bool dtype"
 MIXED = "inputs of other dtypes or shapes than its output"
 NO_FORM = "no native form"
 COST = "cost model: NumPy's vectorised loops are faster here"
+SMALL_GAIN = (f"cost model: compiled, it would save too little per call to pay for "
+              f"compiling within {PAYBACK_CALLS:,} calls")
 ASSIGN = "a variable assignment"
+NUMBERS = "the update's numbers (learning rate, step...), read from the optimizer"
+STATEFUL = "stateful (an optimizer's commit, random numbers): in order, as NumPy"
 CALLBACK = "a tf.debug.callback (Python, in order)"
 
 
@@ -200,15 +216,92 @@ def rewrite(prim, refs, out_meta, meta):
     return ("alias", keep)
 
 
+# ---------------------------------------------------------------- composite kernels
+
+def _numbers(B, *, fn, dtype):
+    # NOTE: Python numbers, not converted: the compiled segment's parameters of the dtype
+    # round them as NumPy rounds a Python number an array of the dtype meets (to nearest),
+    # and a NumPy step given one computes in the array's dtype (NEP 50): the same bits
+    return fn()
+
+
+# a step of the replay giving an expanded kernel's Python numbers at each call, for arrays
+# of the dtype (0-d in the trace's meta)
+_NUMBERS = E.Primitive("Numbers", _numbers, multi=True, vmap=batching.takes_no_tensors)
+
+
+def expand(steps, meta):
+    """The steps with each composite kernel that declares an expansion (``Primitive.expand``:
+    an optimizer's update) replaced by a ``Numbers`` step and the elementwise kernels it
+    declares, when all its inputs and outputs are arrays of one float dtype and size.
+    Returns (steps, meta): the meta of the new slots appended to a copy."""
+    if E.B.name != "numpy" or not any(st[0] == "k" and st[1].expand is not None
+                                      for st in steps):
+        return steps, meta
+    meta, out = list(meta), []
+    for st in steps:
+        x = None
+        if st[0] == "k" and st[1].expand is not None:
+            shapes = {_ref_meta(r, meta) for r in st[2]} | {meta[o] for o in st[4]}
+            if len(shapes) == 1:
+                shape, dt = shapes.pop()
+                if dt in E.B.float_dtypes and _size(shape) > 0:
+                    x = st[1].expand(st[3], len(st[2]))
+        if x is None:
+            out.append(st)
+            continue
+        numbers, kernels, results = x
+        n_numbers = 1 + max([r[1] for _, refs in kernels for r in refs if r[0] == "p"],
+                            default=-1)
+        ps = tuple(range(len(meta), len(meta) + n_numbers))
+        meta += [((), dt)] * n_numbers
+        out.append(("k", _NUMBERS, (), {"fn": numbers, "dtype": dt}, ps))
+        made = {k: o for k, o in zip(results, st[4])}
+        for k, (prim, refs) in enumerate(kernels):
+            if k not in made:
+                made[k] = len(meta)
+                meta.append((shape, dt))
+            args = tuple(st[2][r[1]] if r[0] == "in" else ("s", ps[r[1]]) if r[0] == "p"
+                         else ("s", made[r[1]]) for r in refs)
+            out.append(("k", prim, args, None, (made[k],)))
+    return out, meta
+
+
 # ---------------------------------------------------------------- segments
 
 def _size(shape):
     return math.prod(shape)
 
 
+def _inner(rshape, shape):
+    """The inner extent m of an input of ``rshape`` broadcast to ``shape`` along its
+    leading axes (a bias row: element j reads j % m) or its trailing ones (a column: j // m),
+    else None (broadcast along axes in between)."""
+    pad = (1,) * (len(shape) - len(rshape)) + tuple(rshape)
+    a = next((k for k, d in enumerate(pad) if d != 1), len(pad))
+    if pad[a:] == tuple(shape[a:]):                                     # a row
+        return _size(shape[a:])
+    b = len(pad) - next((k for k, d in enumerate(reversed(pad)) if d != 1), len(pad))
+    if pad[:b] == tuple(shape[:b]):                                     # a column
+        return _size(shape[b:])
+    return None
+
+
+def index_of(rshape, shape):
+    """How a loop over ``shape``'s elements, split in rows of m (see _inner), reads an input
+    of ``rshape``: "j" (its element j), "c" (j % m: broadcast along leading axes), "r"
+    (j // m: along trailing axes)."""
+    if _size(rshape) == _size(shape):
+        return "j"
+    pad = (1,) * (len(shape) - len(rshape)) + tuple(rshape)
+    a = next((k for k, d in enumerate(pad) if d != 1), len(pad))
+    return "c" if pad[a:] == tuple(shape[a:]) else "r"
+
+
 def classify(st, meta):
-    """(elements, dtype) of a step that may join a native segment, else why it stays a
-    NumPy step (one of the reasons above)."""
+    """(elements, dtype, grid) of a step that may join a native segment, else why it stays
+    a NumPy step (one of the reasons above). ``grid``: None, or (output shape, m) where
+    inputs are broadcast along leading or trailing axes (see _inner)."""
     if st[0] == "a":
         return ASSIGN
     if st[0] == "cb":
@@ -216,30 +309,57 @@ def classify(st, meta):
     if E.B.name != "numpy":
         return f"arrays of the {E.B.name} backend"
     prim, refs, attrs, outs = st[1], st[2], st[3], st[4]
+    if prim is _NUMBERS:
+        return NUMBERS
+    if prim.impure:
+        return STATEFUL
     if prim.vmap_rule is not batching.elementwise or prim.multi or len(outs) != 1:
         return NOT_ELEMENTWISE
     shape, dt = meta[outs[0]]
     if dt not in E.B.float_dtypes:
         return NOT_FLOAT
     n = _size(shape)
+    grid = None
     for r in refs:
         rshape, rdt = _ref_meta(r, meta)
         if rdt != dt:
             return NOT_FLOAT if rdt not in E.B.float_dtypes else MIXED
         if _size(rshape) not in (n, 1):
-            return MIXED
+            m = _inner(rshape, shape)
+            if m is None or (grid is not None and grid[1] != m):
+                return MIXED
+            grid = (tuple(shape), m)
     if n == 0:
         return MIXED
-    if prim.native is None or attrs or prim.impure:
+    if prim.native is None or prim.impure:
         return NO_FORM
-    return n, dt
+    # attributes (LeakyRelu's alpha, ClipByValue's bounds): numbers only, each a literal of
+    # the segment's source (native_expr); any other attribute keeps the step on NumPy
+    for v in (attrs or {}).values():
+        if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, float, np.integer,
+                                                                  np.floating)):
+            return NO_FORM
+        try:
+            float(v)
+        except OverflowError:       # (an int beyond a float's range)
+            return NO_FORM
+    return n, dt, grid
 
 
-def native_expr(prim, args, consts):
+def native_expr(prim, args, consts, attrs=None):
     """The kernel on one element: its native form with these operand names (constants:
-    their values, for forms that read them)."""
+    their values, for forms that read them) and the step's number attributes (``attrs``,
+    which classify admitted): ``{alpha}`` in the form becomes the literal ``T(0.2)``, the
+    attribute in the segment's dtype (``T(math.nan)``, ``T(math.inf)``...). A callable form
+    is given the attributes' values as keywords, and what it returns may name them so too.
+    """
     form = prim.native
-    return form(args, consts) if callable(form) else form.format(*args)
+    if not attrs:
+        return form(args, consts) if callable(form) else form.format(*args)
+    literals = {k: _literal(float(v)) for k, v in attrs.items()}
+    if callable(form):
+        return form(args, consts, **attrs).format(**literals)
+    return form.format(*args, **literals)
 
 
 def libm_calls(expr):
@@ -320,8 +440,9 @@ class Segment:
     """One compiled segment: its kernels, inputs (refs), outputs (slots), elements and dtype,
     and the numba source of its loop (compiled on first emit)."""
 
-    def __init__(self, members, ins, outs, n, dtype, meta, threads=None):
+    def __init__(self, members, ins, outs, n, dtype, meta, threads=None, grid=None):
         self.names = [st[1].name for st in members]
+        self.grid = grid                # (shape, m): inputs broadcast along rows (_inner)
         self.threads = threads          # tf.jit(threads=), else tf.get_jit_threads()
         self.ins, self.outs, self.n, self.dtype = ins, outs, n, dtype
         self.scalar = n == 1            # a function of scalars
@@ -329,8 +450,11 @@ class Segment:
         self.out_shapes = [meta[o][0] for o in outs]
         # (a constant of one value throughout, the broadcast seed of a gradient, is a literal)
         self.values = [_number(r, dtype) for r in ins]
-        self.full = [not self.scalar and _size(m[0]) == n and v is None
+        # an array parameter: of the output's size, or broadcast along rows or columns
+        self.full = [not self.scalar and _size(m[0]) > 1 and v is None
                      for m, v in zip(self.in_meta, self.values)]
+        self.index = [index_of(m[0], grid[0]) if grid and f else "j"
+                      for m, f in zip(self.in_meta, self.full)]
         self.work = []                  # per kernel: (NumPy's call, its ns, numba's ns)
         self.source = self._source(members, meta)
         self.fn = self.pfn = None       # numba's dispatchers: serial, on threads
@@ -350,36 +474,56 @@ class Segment:
             elif full:
                 params.append(f"i{j}")
                 name[fusion.ref_key(r)] = f"x{j}"
-                loads.append(f"x{j} = i{j}[j]")
+                loads.append(f"x{j} = i{j}[{self.index[j]}]")
             else:
                 params.append(f"k{j}")
                 name[fusion.ref_key(r)] = f"k{j}"
         body = []
-        for st in members:
+        # (values are named by their place in the segment, not by the trace's slots: the
+        # same loop in another program or at another size is the same source, compiled and
+        # cached once: W2's six Adam updates, its two relu layers)
+        for k, st in enumerate(members):
             refs, o = st[2], st[4][0]
             consts = [_number(r, self.dtype) for r in refs]
-            expr = native_expr(st[1], [name[fusion.ref_key(r)] for r in refs], consts)
+            expr = native_expr(st[1], [name[fusion.ref_key(r)] for r in refs], consts,
+                               st[3])
             self.work.append(_work(st[1], expr, self.dtype, self.scalar and
                                    meta[o][0] == ()))
-            body.append(f"t{o} = T({expr})")
-            name[("s", o)] = f"t{o}"
+            body.append(f"t{k} = T({expr})")
+            name[("s", o)] = f"t{k}"
         ind = "    "
         if self.scalar:         # scalars in (Python floats), the results into one array
             lines = [f"def seg({', '.join(params + ['o'])}):"] + [ind + x for x in head + body]
-            lines += [f"{ind}o[{j}] = t{o}" for j, o in enumerate(self.outs)]
+            lines += [f"{ind}o[{j}] = {name[('s', o)]}" for j, o in enumerate(self.outs)]
             return "\n".join(lines)
         outs = [f"o{j}" for j in range(len(self.outs))]
         lines = [f"def seg({', '.join(params + outs)}):"] + [ind + x for x in head]
         lines.append(f"{ind}n = o0.shape[0]")
-        sized = [p for p in params if p[0] == "i"] + outs[1:]
+        # (broadcast inputs: the loop in rows of m, m read off the first such input)
+        rows = [(f"i{j}", x) for j, x in enumerate(self.index) if x != "j"]
+        if rows:
+            p, x = rows[0]
+            lines.append(f"{ind}m = {p}.shape[0]" if x == "c" else
+                         f"{ind}m = n // max({p}.shape[0], 1)")
+        sized = [(f"i{j}", {"j": "n", "c": "m", "r": "n // m"}[x])
+                 for j, (x, f) in enumerate(zip(self.index, self.full))
+                 if f and f"i{j}" in params] + [(o, "n") for o in outs[1:]]
         if sized:       # (the replay's shapes are the trace's: a guard, not a branch)
-            cond = " or ".join(f"{p}.shape[0] != n" for p in sized)
+            cond = " or ".join(f"{p}.shape[0] != {size}" for p, size in sized)
+            if rows:
+                cond = f"m == 0 or n % m != 0 or {cond}"
             lines += [f"{ind}if {cond}:",
                       f"{ind * 2}raise ValueError('tf.jit: a native segment got arrays of "
                       f"another size than traced')"]
-        lines.append(f"{ind}for j in range(n):")
-        lines += [ind * 2 + x for x in loads + body]
-        lines += [f"{ind * 2}o{j}[j] = t{o}" for j, o in enumerate(self.outs)]
+        if rows:
+            lines += [f"{ind}for r in range(n // m):", f"{ind * 2}for c in range(m):",
+                      f"{ind * 3}j = r * m + c"]
+            ind2 = ind * 3
+        else:
+            lines.append(f"{ind}for j in range(n):")
+            ind2 = ind * 2
+        lines += [ind2 + x for x in loads + body]
+        lines += [f"{ind2}o{j}[j] = {name[('s', o)]}" for j, o in enumerate(self.outs)]
         return "\n".join(lines)
 
     def costs(self):
@@ -391,8 +535,12 @@ class Segment:
 
     def parallel_source(self):
         """The source of the loop on threads (numba.prange; None for a function of scalars)."""
-        return None if self.scalar else \
-            self.source.replace("    for j in range(n):", "    for j in prange(n):", 1)
+        if self.scalar:
+            return None
+        if "    for r in range(n // m):" in self.source:
+            return self.source.replace("    for r in range(n // m):",
+                                       "    for r in prange(n // m):", 1)
+        return self.source.replace("    for j in range(n):", "    for j in prange(n):", 1)
 
     def signature_text(self):
         """The dtype and kind of each parameter (part of the disk cache's key)."""
@@ -451,6 +599,10 @@ class Segment:
         """The dispatcher a call would use now (compiled or loaded if needed)."""
         return self.dispatcher(self.thread_count() >= 2)
 
+    def compile_estimate(self):
+        """Estimated seconds to compile this segment's loop (on one thread)."""
+        return COMPILE_S[0] + COMPILE_S[1] * len(self.names)
+
     def build_seconds(self):
         """Estimated seconds to make this segment's code now: none when this process has
         it, a load when the disk cache has it, else a compile."""
@@ -495,8 +647,11 @@ class Segment:
                 call.append(a if len(shape) == 1 else f"{a}.ravel()")
             else:                       # a one-element input: its scalar
                 item = f"{a}[{', '.join('0' * len(shape))}]" if shape else a
+                # NOTE: a function of scalars takes float() (exact; its signature is fixed,
+                # so the parameter rounds it back), a loop the dtype's scalar: a Python
+                # number (an update's Numbers step) would compile a float64 loop for it
                 call.append(f"float({item})" if self.scalar else
-                            item if shape else f"{a}[()]")
+                            item if shape else f"{p}t({a})")
         lines, after = [], []
         if self.scalar:
             # the results in one array, read back as NumPy scalars (0-d results) or as
@@ -515,18 +670,21 @@ class Segment:
                 after.append(f"    s{o} = {val}")
             return lines + after
         for j, (o, shape) in enumerate(zip(self.outs, self.out_shapes)):
-            if o in escape:         # leaves the call: a fresh array (recycled when large)
+            if o in escape:
+                # leaves the call: an array of its own shape (not a view: a variable's new
+                # value goes back to the buffer pool when replaced), pooled when large
                 if self.n >= PLANNED_MIN:
-                    ns[f"{p}r{j}"] = Recycled((self.n,), self.dtype)
-                    lines.append(f"    {p}o{j} = {p}r{j}()")
+                    ns[f"{p}r{j}"] = Pooled(tuple(shape), self.dtype)
+                    lines.append(f"    {p}b{j} = {p}r{j}()")
                 else:
-                    lines.append(f"    {p}o{j} = np.empty({self.n}, {p}d)")
-                after.append(f"    s{o} = {p}o{j}" +
-                             ("" if len(shape) == 1 else f".reshape({shape!r})"))
-            else:                   # read by later steps only: this replay's own buffer
-                buf = np.empty(self.n, self.dtype)
-                ns[f"{p}o{j}"], ns[f"{p}v{j}"] = buf, buf.reshape(shape)
-                after.append(f"    s{o} = {p}v{j}")
+                    lines.append(f"    {p}b{j} = np.empty({tuple(shape)!r}, {p}d)")
+                after.append(f"    s{o} = {p}b{j}")
+                call.append(f"{p}b{j}" if len(shape) == 1 else f"{p}b{j}.ravel()")
+                continue
+            # read by later steps only: this replay's own buffer
+            buf = np.empty(self.n, self.dtype)
+            ns[f"{p}o{j}"], ns[f"{p}v{j}"] = buf, buf.reshape(shape)
+            after.append(f"    s{o} = {p}v{j}")
             call.append(f"{p}o{j}")
         lines.append(f"    {p}({', '.join(call)})")
         return lines + after
@@ -556,30 +714,30 @@ class Lowering:
         (it runs where it ends), as fusion.fuse does; assignments and impure kernels end it.
         """
         readers = fusion.slot_readers(steps)
-        out, plan, segments, missing = [], [], [], {}
-        run, made, key = [], set(), None
+        out, plan, missing = [], [], {}
+        run, made, key, grid = [], set(), None, None
 
         def close():
+            nonlocal grid
             if run:
-                seg = _segment(run, readers, escape, key, meta, self.threads)
-                numpy, native = seg.costs()
-                if native <= numpy:
-                    segments.append(seg)
-                    out.append(("n", seg, seg.ins, None, seg.outs))
-                    plan.append(("native", seg.names, f"{seg.n} {seg.dtype} element" +
-                                 ("s" if seg.n != 1 else "")))
-                else:
-                    out.extend(st for _, st in run)
-                    plan.extend(("numpy", [st[1].name], COST) for _, st in run)
+                seg = _segment(run, readers, escape, key, grid, meta, self.threads)
+                # (decided below, once every segment is known: see _worth_compiling)
+                out.append(("?", seg, [st for _, st in run]))
+                plan.append(seg)
             run.clear()
             made.clear()
+            grid = None
 
         for i, st in enumerate(steps):
             c = classify(st, meta)
+            if type(c) is tuple and _numpy_alone(st, c, meta):
+                c = COST
             if type(c) is tuple:
-                if c != key:
+                # (a run of broadcast steps is one grid: the same output shape and rows)
+                if c[:2] != key or (c[2] is not None and grid is not None and c[2] != grid):
                     close()
-                    key = c
+                    key, grid = c[:2], None
+                grid = c[2] or grid
                 run.append((i, st))
                 made.add(st[4][0])
                 continue
@@ -593,6 +751,27 @@ class Lowering:
             if c == NO_FORM:
                 missing.setdefault(st[1].name, (self.sites or {}).get(st[4][0]))
         close()
+        chosen = _worth_compiling([st[1] for st in out if st[0] == "?"])
+        steps_out, segments = [], []
+        for st in out:
+            if st[0] != "?":
+                steps_out.append(st)
+            elif st[1] in chosen:
+                steps_out.append(("n", st[1], st[1].ins, None, st[1].outs))
+                segments.append(st[1])
+            else:
+                steps_out.extend(st[2])
+        for k, entry in enumerate(plan):
+            if isinstance(entry, Segment):
+                seg = entry
+                if seg in chosen:
+                    plan[k] = ("native", seg.names, f"{seg.n} {seg.dtype} element" +
+                               ("s" if seg.n != 1 else ""))
+                else:
+                    numpy, native = seg.costs()
+                    why = COST if native > numpy else SMALL_GAIN
+                    plan[k:k + 1] = [("numpy", [name], why) for name in seg.names]
+        out = steps_out
         self.plan, self.segments = plan, segments
         if self.mode == "native" and missing and not self.warned:
             self.warned = True
@@ -629,6 +808,40 @@ class Lowering:
         return out
 
 
+def _numpy_alone(st, c, meta):
+    """True when a kernel that may join a segment is cheaper as a NumPy step by itself
+    than inside a compiled loop (a libm function NumPy vectorises: sin, exp, tanh on a
+    thousand values), on arrays too small for fused chains (fusion.FUSE_MIN_BYTES: above,
+    a run is taken or left whole, so that the chains keep their blocks in cache). It then
+    splits the run: the arithmetic around it is compiled, it runs on NumPy."""
+    n, dt = c[0], c[1]
+    if n == 1 or n * dt.itemsize >= fusion.FUSE_MIN_BYTES:
+        return False
+    prim = st[1]
+    expr = native_expr(prim, [f"a{k}" for k in range(len(st[2]))],
+                       [_number(r, dt) for r in st[2]], st[3])
+    if not libm_calls(expr):
+        return False
+    call, numpy_ns, native_ns = _work(prim, expr, dt, False)
+    # (split, the run costs one more compiled call besides the kernel's NumPy call)
+    return n * (native_ns - numpy_ns) * 1e-3 > call + NATIVE_CALL_US + NATIVE_ARRAYS_US
+
+
+def _worth_compiling(candidates):
+    """The segments to compile: each faster compiled than on NumPy, and whose loop (one
+    compile for every segment of the same source: W2's six Adam updates) saves, over
+    PAYBACK_CALLS calls, what compiling it costs."""
+    saved = {}
+    for seg in candidates:
+        numpy, native = seg.costs()
+        if native < numpy:
+            k = (seg.source, seg.dtype.str)
+            saved[k] = saved.get(k, 0.0) + (numpy - native)
+    return {seg for seg in candidates
+            if saved.get((seg.source, seg.dtype.str), 0.0) * 1e-6 * PAYBACK_CALLS
+            >= seg.compile_estimate()}
+
+
 def _names(names, limit=12):
     counts = {}
     for n in names:
@@ -638,7 +851,7 @@ def _names(names, limit=12):
                                        if len(shown) > limit else "")
 
 
-def _segment(run, readers, escape, key, meta, threads=None):
+def _segment(run, readers, escape, key, grid, meta, threads=None):
     members = [st for _, st in run]
     ins, outs = fusion.run_boundary(members, {i for i, _ in run}, readers, escape)
-    return Segment(members, ins, outs, key[0], key[1], meta, threads)
+    return Segment(members, ins, outs, key[0], key[1], meta, threads, grid)

@@ -5,6 +5,7 @@ against eager; random chains of them; float32 staying float32; the exact peephol
 model; the fallback warning; explain(); threads; optimizer steps; and the errors of
 backend= (numba missing: simulated). Tests that compile need numba (the extra
 ``pip install -e '.[jit]'``) and skip, naming it, without it."""
+import re
 import subprocess
 import sys
 import threading
@@ -24,12 +25,17 @@ NATIVE = sorted((p for p in PRIMITIVES.values() if p.native is not None), key=la
 IDS = [p.name for p in NATIVE]
 DTYPES = ["float32", "float64"]
 SPECIAL = [0.0, -0.0, np.inf, -np.inf, np.nan, 1.0, -1.0, 0.5, 2.0, 3.0]
+# the attributes the table tests give kernels that take some
+ATTRS = {"LeakyRelu": {"alpha": 0.2}, "ClipByValue": {"lo": -0.5, "hi": 0.7},
+         "Step": {"alpha": 0.3}}
 
 
 @pytest.fixture
 def always_native(monkeypatch):
-    """Every segment compiled, whatever the cost model says (the tests check results)."""
+    """Every segment compiled, whatever the cost model says (the tests check results):
+    compiled calls cost nothing, and no libm kernel splits a run."""
     monkeypatch.setattr(jit_native, "NATIVE_CALL_US", -1e9)
+    monkeypatch.setattr(jit_native, "_numpy_alone", lambda st, c, meta: False)
 
 
 def native_segments(jf):
@@ -37,16 +43,16 @@ def native_segments(jf):
 
 
 def _arity(prim):
-    return len(prim.arg_names)
+    # (the kernel's parameters after its arrays are its attributes)
+    return len(prim.arg_names) - len(ATTRS.get(prim.name, ()))
 
 
 def _exact(prim):
     """True when the kernel's native form calls no transcendental function (its results
     are NumPy's bits); Pow's form depends on its exponent (libm's pow otherwise)."""
-    form = prim.native
-    if callable(form):
-        return False
-    return not jit_native.transcendental(form.format(*"ab"))
+    n = _arity(prim)        # (no constants: Pow's form is then libm's pow)
+    expr = jit_native.native_expr(prim, list("ab"[:n]), [None] * n, ATTRS.get(prim.name))
+    return not jit_native.transcendental(expr)
 
 
 def sample(rng, n, dtype, specials=True):
@@ -114,10 +120,12 @@ def three_ways(f, *arrays):
     return out
 
 
-def kernel_fn(prim, consts=None):
+def kernel_fn(prim, consts=None, attrs=None):
     """The kernel as a function of its tensor inputs (``consts``: position -> a number
-    given as a constant of the trace instead)."""
+    given as a constant of the trace instead), with its attributes (``attrs``, else those
+    of ATTRS)."""
     consts = consts or {}
+    attrs = attrs if attrs is not None else ATTRS.get(prim.name)
 
     def f(*xs):
         it = iter(xs)
@@ -127,7 +135,7 @@ def kernel_fn(prim, consts=None):
                 args.append(tf.scalar(consts[i], dtype=xs[0].dtype))
             else:
                 args.append(next(it))
-        return E.run_kernel(prim, tuple(args))
+        return E.run_kernel(prim, tuple(args), attrs)
     return f
 
 
@@ -135,13 +143,14 @@ def kernel_fn(prim, consts=None):
 
 @pytest.mark.parametrize("prim", NATIVE, ids=IDS)
 def test_native_forms_are_expressions_of_the_operands(prim):
-    # (no numba needed: a form is Python source, with T(c) and math.f(...) only)
+    # (no numba needed: a form is Python source, with T(c), math.f(...) and np.f(...) only)
     args = [f"a{i}" for i in range(_arity(prim))]
     for c in (None, 0.0, 1.0, 2.0, 3.0, 0.5, -1.0, 2.5):
-        expr = jit_native.native_expr(prim, args, [c] * len(args))
+        expr = jit_native.native_expr(prim, args, [c] * len(args), ATTRS.get(prim.name))
         code = compile(expr, "<native>", "eval")
-        assert set(code.co_names) <= {"T", "math", "abs", *args} | \
-            set(jit_native.libm_calls(expr)), (prim.name, expr)
+        assert set(code.co_names) <= {"T", "math", "np", "abs", *args} | \
+            set(jit_native.libm_calls(expr)) | set(re.findall(r"np\.(\w+)\(", expr)), \
+            (prim.name, expr)
 
 
 @needs_numba
@@ -186,8 +195,12 @@ def test_pow_by_a_constant(c, dtype, always_native):
 
 # ---------------------------------------------------------------- backward, second order
 
-def _smooth_sample(rng, n, dtype):
-    return rng.uniform(0.3, 1.7, n).astype(dtype)
+# kernels defined on less than (0.3, 1.7)
+DOMAIN = {"Asin": (0.1, 0.9), "Acos": (0.1, 0.9), "Acosh": (1.1, 2.5)}
+
+
+def _smooth_sample(rng, n, dtype, name=None):
+    return rng.uniform(*DOMAIN.get(name, (0.3, 1.7)), n).astype(dtype)
 
 
 @needs_numba
@@ -198,7 +211,7 @@ def test_gradients_of_every_native_kernel(prim, dtype, always_native):
     if prim.vjp is None:
         pytest.skip("not differentiable")
     rng = np.random.default_rng(abs(hash(prim.name)) % 2**31 + 1)
-    arrays = [_smooth_sample(rng, 33, dtype) for _ in range(_arity(prim))]
+    arrays = [_smooth_sample(rng, 33, dtype, prim.name) for _ in range(_arity(prim))]
     # the first order: the gradient of sum(kernel) wrt every input
     g1 = tf.grads(lambda *xs: kernel_fn(prim)(*xs).sum())
     r = three_ways(lambda *xs: tf.stack(g1(list(xs))), *arrays)
@@ -295,12 +308,39 @@ def test_exact_peepholes(always_native):
     assert not np.signbit(y[0])
 
 
+# ---------------------------------------------------------------- broadcast inputs
+
+@needs_numba
+@pytest.mark.parametrize("shapes, one_loop", [
+    ([(5, 4), (4,), (5, 1)], True),             # a bias row and a column: both m = 4
+    ([(100, 100), (100,), (100, 1)], True),     # square: a row and a column of one size
+    ([(2, 3, 4), (3, 4), (2, 1, 1)], True),     # m = 12 both
+    ([(2, 3, 4), (1, 4), (2, 3, 1)], True),     # m = 4 both
+    ([(2, 3, 4), (4,), (2, 1, 1)], False),      # m = 4 and 12: the Multiply stays NumPy
+    ([(2, 3, 4), (2, 1, 4), (1,)], False),      # along a middle axis: NumPy
+], ids=str)
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_inputs_broadcast_along_rows_or_columns(shapes, one_loop, dtype, always_native):
+    rng = np.random.default_rng(7)
+    x, b, c = (rng.normal(size=s).astype(dtype) for s in shapes)
+    f = lambda x, b, c: ((x + b).relu() * c - b).square()       # noqa: E731
+    r = three_ways(f, x, b, c)
+    assert_ulps(r["native"], r["numpy"], 0, f"broadcast {shapes}")   # arithmetic: bits
+    assert_ulps(r["native"], r["eager"], 0, f"broadcast {shapes} vs eager")
+    segs = native_segments(r["native_fn"])
+    assert (len(segs) == 1 and len(segs[0].names) == 5) == one_loop, segs
+    g = tf.grads(lambda x, b, c: f(x, b, c).sum())
+    r = three_ways(lambda x, b, c: tf.concat([t.reshape([-1]) for t in g([x, b, c])], 0),
+                   x, b, c)
+    assert_ulps(r["native"], r["numpy"], 0, f"gradient, broadcast {shapes}")
+
+
 # ---------------------------------------------------------------- plan, explain, warnings
 
 @needs_numba
-def test_explain_names_what_runs_native_and_why_the_rest_does_not():
+def test_explain_names_what_runs_native_and_why_the_rest_does_not(always_native):
     w = tf.tensor(np.ones((4, 3), np.float32))
-    f = tf.jit(lambda x: (x.mat_mul(w).sin() * 2 + 1).erf().sum(), backend="native")
+    f = tf.jit(lambda x: (x.mat_mul(w).sin() * 2 + 1).floor_div(3).sum(), backend="native")
     assert "call it once" in f.explain()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", jit_native.JitFallbackWarning)
@@ -309,12 +349,12 @@ def test_explain_names_what_runs_native_and_why_the_rest_does_not():
     assert "backend 'native'" in text and "signature (float32[2, 4])" in text
     assert "native  3 kernels in one loop over 6 float32 elements: Sin, Multiply, Add" in text
     assert "BatchMatMul: not elementwise" in text or "MatMul" in text
-    assert "Erf: no native form" in text
+    assert "FloorDiv: no native form" in text
 
 
 @needs_numba
 def test_a_kernel_with_no_native_form_is_warned_once_naming_it_and_its_line():
-    f = tf.jit(lambda x: (x * 2).erf() + 1, backend="native")
+    f = tf.jit(lambda x: (x * 2).floor_div(3) + 1, backend="native")
     with warnings.catch_warnings(record=True) as seen:
         warnings.simplefilter("always")
         f(tf.ones([3]))
@@ -322,8 +362,8 @@ def test_a_kernel_with_no_native_form_is_warned_once_naming_it_and_its_line():
         f(tf.ones([3]))
     msgs = [str(w.message) for w in seen if w.category is jit_native.JitFallbackWarning]
     assert len(msgs) == 1, msgs
-    assert "Erf" in msgs[0] and "test_jit_native.py" in msgs[0] and \
-        "(x * 2).erf() + 1" in msgs[0], msgs[0]
+    assert "FloorDiv" in msgs[0] and "test_jit_native.py" in msgs[0] and \
+        "(x * 2).floor_div(3) + 1" in msgs[0], msgs[0]
     assert seen[0].filename == __file__
 
 
@@ -346,15 +386,45 @@ def test_the_cost_model_keeps_large_transcendental_blocks_on_numpy():
     g = tf.jit(lambda x: x * 3 + x * x - 1, backend="native")
     g(big)
     assert "native  4 kernels" in g.explain(), g.explain()
-    small = tf.jit(lambda x: x.sin().exp().tanh(), backend="native")
+    small = tf.jit(lambda x: (x.sin().exp().tanh() * 2 + 1).sin().exp().tanh(),
+                   backend="native")
     small(tf.ones([8]))
-    assert "native  3 kernels" in small.explain()
+    assert "native  8 kernels" in small.explain(), small.explain()
+    # one kernel on a thousand values: compiled, it would save ~0.1 us a call, a million
+    # calls to pay for compiling it
+    one = tf.jit(lambda x: x * 3, backend="native")
+    one(tf.ones([1000]))
+    assert "native  " not in one.explain() and "within 100,000 calls" in one.explain()
+
+
+@needs_numba
+def test_a_libm_kernel_numpy_vectorises_splits_a_run_on_small_arrays():
+    # on a thousand values NumPy's sin/exp/tanh beat the C library's: they stay NumPy
+    # steps and the arithmetic between them is compiled (one compile for the loops of one
+    # source, which together pay for it), with the NumPy replay's bits
+    def chain(x):
+        for _ in range(4):
+            x = (x * 1.01 + 0.1).sin().exp().tanh()
+        return x.sum()
+    x = np.linspace(0.1, 0.5, 1000).astype(np.float32)
+    r = three_ways(tf.grad(chain), x)
+    text = r["native_fn"].explain()
+    assert "native  2 kernels in one loop over 1000 float32 elements: Multiply, Add" in text
+    assert "numpy   Sin, Exp, Tanh: cost model: NumPy's vectorised loops" in text
+    assert "native  3 kernels in one loop over 1000 float32 elements: Multiply x2, TanhGrad" \
+        in text
+    assert_ulps(r["native"], r["numpy"], 0, "arithmetic compiled, libm on NumPy")
+    # above fusion's size, a run is taken or left whole (fused chains keep blocks in cache)
+    big = tf.jit(lambda x: (x * 1.01 + 0.1).sin() * 2 + 1, backend="native")
+    big(tf.ones([1 << 20]))
+    assert "native  " not in big.explain()
 
 
 # ---------------------------------------------------------------- auto
 
 @needs_numba
-def test_auto_compiles_once_replays_have_cost_what_compiling_would(monkeypatch):
+def test_auto_compiles_once_replays_have_cost_what_compiling_would(monkeypatch,
+                                                                   always_native):
     f = tf.jit(lambda x: (x.sin() * x + 1).sum())
     x = tf.ones([16])
     f(x)
@@ -377,7 +447,7 @@ def test_auto_without_numba_is_the_numpy_replay(monkeypatch):
     assert "NumPy replay (numba is not installed: pip install 'flowgrad[jit]'" in f.explain()
 
 
-def test_native_without_numba_names_the_extra(monkeypatch):
+def test_native_without_numba_names_the_extra(monkeypatch, always_native):
     monkeypatch.setattr(jit_native, "numba_installed", lambda: False)
     with pytest.raises(tf.MissingDependencyError, match=r"pip install 'flowgrad\[jit\]'"):
         tf.jit(lambda x: x * 2, backend="native")
@@ -440,7 +510,7 @@ def test_two_threads_call_one_native_function_at_once():
 @needs_numba
 @pytest.mark.parametrize("make", [lambda: tf.train.sgd(0.1), lambda: tf.train.adam(0.05)],
                          ids=["sgd", "adam"])
-def test_an_optimizer_step_gives_eagers_results(make):
+def test_an_optimizer_step_gives_eagers_results(make, always_native):
     rng = np.random.default_rng(3)
     xs = tf.tensor(rng.normal(size=(8, 3)).astype(np.float32))
     ys = tf.tensor(rng.normal(size=(8, 1)).astype(np.float32))
@@ -467,7 +537,7 @@ def test_an_optimizer_step_gives_eagers_results(make):
 
 
 @needs_numba
-def test_the_tiny_sgd_step_is_one_compiled_call_with_eagers_bits():
+def test_the_tiny_sgd_step_is_one_compiled_call_with_eagers_bits(always_native):
     results = []
     for be in (None, "native"):
         w = tf.variable(tf.scalar(0.5))
@@ -487,3 +557,71 @@ def test_the_tiny_sgd_step_is_one_compiled_call_with_eagers_bits():
         w.dispose()
     assert results[0].dtype == results[1].dtype == np.float32
     assert results[0] == results[1]          # arithmetic only: the same bits
+
+
+# ---------------------------------------------------------------- attributes
+
+@needs_numba
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_leaky_relu_clip_and_step_compile_into_one_segment(dtype, always_native):
+    # kernels with number attributes: each a literal of the segment's source
+    x = sample(np.random.default_rng(11), 257, dtype)
+
+    def f(x):
+        y = tf.clip_by_value(tf.leaky_relu(x, 0.2) * 1.5, -0.5, 0.7)
+        return tf.step(y, 0.3) * x + tf.clip_by_value(x, -1, 1)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", jit_native.JitFallbackWarning)
+        r = three_ways(f, x)
+    assert_ulps(r["native"], r["numpy"], 0, "native vs numpy")
+    assert_ulps(r["native"], r["eager"], 0, "native vs eager")
+    segs = native_segments(r["native_fn"])
+    assert len(segs) == 1 and sorted(segs[0].names) == [
+        "Add", "ClipByValue", "ClipByValue", "LeakyRelu", "Multiply", "Multiply",
+        "Step"], segs
+    assert "T(0.3)" in segs[0].source and "T(-0.5)" in segs[0].source
+
+
+EDGES = [0.0, -0.0, np.inf, -np.inf, np.nan, 1.0, -1.0, 0.5, -0.5, 1.5, -1.5, 2.5, -2.5,
+         0.7, -0.7, 6.0, 7.0, 1e-45, -1e-45, 1e30, -1e30, 8388609.0, 4503599627370497.0]
+
+
+@needs_numba
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_exact_kernels_give_numpys_bits_at_their_edges(dtype, always_native):
+    # signed zeros, NaN and inf in inputs and in attributes (alpha -1e-50 is -0.0 in
+    # float32, alpha -0.0 gives 0.0), bounds min > max or NaN, halves (round to even)
+    x = np.array(EDGES, dtype)
+    y = np.roll(x, 3)
+    k = PRIMITIVES
+
+    def f(x, y):
+        outs = [E.run_kernel(k["ClipByValue"], (x,), {"lo": lo, "hi": hi}) for lo, hi in
+                [(-0.5, 0.7), (np.nan, 1.0), (0.0, np.nan), (-0.0, 0.0), (0.0, -0.0),
+                 (1.0, 1.0), (2.0, -1.0), (-np.inf, np.inf), (-1e-50, 1e-50)]]
+        for a in (0.0, -0.0, -1e-50, np.nan, -np.inf, 2, np.float32(0.1)):
+            outs.append(E.run_kernel(k["Step"], (x,), {"alpha": a}))
+            outs.append(E.run_kernel(k["LeakyRelu"], (x,), {"alpha": a}))
+        outs += [x.relu6(), x.sign(), x.floor(), x.ceil(), x.round(), tf.clone(x),
+                 tf.stop_gradient(x), tf.div_no_nan(x, y)]
+        return tf.stack(outs)
+    r = three_ways(f, x, y)
+    assert_ulps(r["native"], r["numpy"], 0, "native vs numpy")
+    assert_ulps(r["native"], r["eager"], 0, "native vs eager")
+    segs = native_segments(r["native_fn"])
+    assert len(segs) == 1 and len(segs[0].names) == 31, segs
+
+
+def test_a_step_whose_attributes_are_not_numbers_stays_numpy():
+    # (no numba needed: the plan only)
+    leaky = PRIMITIVES["LeakyRelu"]
+    meta = [((3,), np.dtype("float32"))] * 2
+    step = ("k", leaky, (("s", 0),), {"alpha": 0.2}, (1,))
+    assert jit_native.classify(step, meta) == (3, np.dtype("float32"), None)
+    for bad in (True, np.bool_(False), "0.2", np.array(0.2), [0.2], None, 10 ** 400):
+        assert jit_native.classify(step[:3] + ({"alpha": bad},) + step[4:], meta) == \
+            jit_native.NO_FORM, bad
+    assert jit_native.native_expr(leaky, ["x"], [None], {"alpha": np.float32(0.5)}) == \
+        "x if x > T(0) else x * T(0.5)"
+    assert jit_native.native_expr(leaky, ["x"], [None], {"alpha": -np.inf}).endswith(
+        "x * T(-math.inf)")

@@ -181,8 +181,10 @@ def primitive(name, **flags):
     """Decorator: make a forward kernel ``fwd(B, *arrays, **attrs)`` a Primitive (``flags``:
     those of ``engine.Primitive``: ``vmap=`` its tf.vmap rule, ``impure=True`` for random or
     stateful kernels, ``ufunc=`` / ``expr=`` its fusion forms, ``native=`` its form in
-    tf.jit's compiled segments, ``batched_vjp=True``...). ``unary`` and ``binary`` pass
-    these flags on."""
+    tf.jit's compiled segments (a numba expression of the operands ``{0}``, ``{1}`` and of
+    number attributes by name, ``{alpha}``: the literal ``T(0.2)`` in the operands' dtype;
+    or a function ``(operands, constants, **attrs)`` returning one), ``batched_vjp=True``...).
+    ``unary`` and ``binary`` pass these flags on."""
     def deco(fwd):
         p = E.Primitive(name, fwd, **flags)
         PRIMITIVES[name] = p

@@ -65,7 +65,9 @@ def _(dy, x):
     return dy * x.sigmoid()
 
 
-@unary("LogSigmoid")
+# (-softplus(-x), softplus as above)
+@unary("LogSigmoid",
+       native="-((-{0} if {0} < T(0) else T(0)) + math.log1p(math.exp(-abs({0}))))")
 def log_sigmoid(B, x):
     """log(sigmoid(x)) = -softplus(-x), without overflow.
 
@@ -115,7 +117,8 @@ def _(g, dy, x):
     return E.run_kernel(_relu_grad, (g, x)), None
 
 
-@unary("Relu6", policy="numeric")
+# (clip(x, 0, 6): NaN stays NaN, -0.0 stays -0.0)
+@unary("Relu6", policy="numeric", native="T(0) if {0} < T(0) else T(6) if {0} > T(6) else {0}")
 def relu6(B, x):
     """min(max(x, 0), 6). [conv] the gradient is 1 on 0 < x <= 6.
 
@@ -132,7 +135,11 @@ def _(dy, x):
     return dy * x.greater(0).logical_and(x.less_equal(6)).cast(dy.dtype)
 
 
-@unary("Elu", save_y=True)
+# (expm1(minimum(x, 0)) where x <= 0 or NaN: minimum(-0.0, 0) is 0.0, as the Minimum form)
+_ELU_NEG = "math.expm1({0} if {0} < T(0) or {0} != {0} else T(0))"
+
+
+@unary("Elu", save_y=True, native="{0} if {0} > T(0) else " + _ELU_NEG)
 def elu(B, x):
     """x if x > 0 else eˣ - 1. [conv] elu'(0) = 1.
 
@@ -149,7 +156,8 @@ def _(dy, x, y):
     return where(y >= 0, dy, dy * (y + 1))
 
 
-@unary("Selu")
+@unary("Selu", native=f"({{0}} if {{0}} > T(0) else {_ELU_NEG} * T({SELU_ALPHA!r})) * "
+                      f"T({SELU_SCALE!r})")
 def selu(B, x):
     """scale·(x if x > 0 else α(eˣ - 1)), with TF.js's scale and α.
 
@@ -167,7 +175,8 @@ def _(dy, x):
     return where(x > 0, dy * SELU_SCALE, dy * (x.exp() * (SELU_SCALE * SELU_ALPHA)))
 
 
-@primitive("LeakyRelu", batched_vjp=True, vmap=V.elementwise)
+@primitive("LeakyRelu", batched_vjp=True, vmap=V.elementwise,
+           native="{0} if {0} > T(0) else {0} * {alpha}")
 def _leaky_relu(B, x, alpha):
     return B.where(x > 0, x, x * alpha)
 

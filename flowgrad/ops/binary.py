@@ -271,7 +271,7 @@ def _(dy, x, alpha, needs):
         (where(pos, 0, dy * x) if needs[1] else None)
 
 
-@binary("DivNoNan", policy="numeric")
+@binary("DivNoNan", policy="numeric", native="T(0) if {1} == T(0) else {0} / {1}")
 def div_no_nan(B, a, b):
     """a / b, but 0 where b is 0 (even for a = 0 or NaN). Two int32 tensors divide with
     floor, as div. Differentiable, with a zero gradient where b is 0 (TF.js's throws).

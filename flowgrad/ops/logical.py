@@ -225,7 +225,9 @@ def is_finite(B, x):
 
 # ---------------------------------------------------------------- piecewise constant
 
-@unary("Sign", policy="numeric", zero_grad=True)
+# (sign(-0.0) is 0.0; NaN gives 0)
+@unary("Sign", policy="numeric", zero_grad=True,
+       native="T(1) if {0} > T(0) else T(-1) if {0} < T(0) else T(0)")
 def sign(B, x):
     """-1, 0 or 1 by the sign of x (0 for NaN, as TF.js on cpu).
 
@@ -238,7 +240,8 @@ def sign(B, x):
     return B.where(B.isnan(s), 0, s) if x.dtype in B.float_dtypes else s
 
 
-@unary("Floor", policy="numeric", zero_grad=True)
+# (NumPy's functions in numba: math.floor would return an int)
+@unary("Floor", policy="numeric", zero_grad=True, native="np.floor({0})")
 def floor(B, x):
     """The largest integer <= x.
 
@@ -250,7 +253,7 @@ def floor(B, x):
     return B.floor(x) if x.dtype in B.float_dtypes else x
 
 
-@unary("Ceil", policy="numeric", zero_grad=True)
+@unary("Ceil", policy="numeric", zero_grad=True, native="np.ceil({0})")
 def ceil(B, x):
     """The smallest integer >= x.
 
@@ -262,7 +265,8 @@ def ceil(B, x):
     return B.ceil(x) if x.dtype in B.float_dtypes else x
 
 
-@unary("Round", policy="numeric", zero_grad=True)
+# (np.rint: halves to even, as np.round, in the default rounding mode)
+@unary("Round", policy="numeric", zero_grad=True, native="np.rint({0})")
 def round(B, x):  # noqa: A001 - the TF.js name
     """The nearest integer, halves to even: round(2.5) = 2.
 
@@ -274,7 +278,16 @@ def round(B, x):  # noqa: A001 - the TF.js name
     return B.round(x) if x.dtype in B.float_dtypes else x
 
 
-@primitive("Step", zero_grad=True, vmap=V.elementwise)
+def _step_native(args, consts, alpha=0.0):
+    """Step on one element: NaN stays NaN; where x <= 0 an alpha of 0 (or -0.0) gives 0.0
+    (the kernel skips it), any other alpha its value in the dtype (-1e-50: -0.0 in float32).
+    """
+    x = args[0]
+    other = "{alpha}" if alpha != 0 else "T(0)"
+    return f"{x} if {x} != {x} else T(1) if {x} > T(0) else {other}"
+
+
+@primitive("Step", zero_grad=True, vmap=V.elementwise, native=_step_native)
 def _step(B, x, alpha):
     pos = x > 0
     is_float = x.dtype in B.float_dtypes

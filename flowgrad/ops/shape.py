@@ -37,7 +37,7 @@ _pyslice = builtins.slice   # this module defines the op ``slice``
 
 # ---------------------------------------------------------------- identity family
 
-@primitive("Identity", view=True, batched_vjp=True, vmap=V.elementwise)
+@primitive("Identity", view=True, batched_vjp=True, vmap=V.elementwise, native="{0}")
 def _identity(B, x):
     return x
 
@@ -59,7 +59,7 @@ def clone(x):
     return E.run_kernel(_identity, (as_tensor(x, "clone"),))
 
 
-@primitive("StopGradient", cut=True, vmap=V.elementwise)
+@primitive("StopGradient", cut=True, vmap=V.elementwise, native="{0}")
 def _stop_gradient(B, x):
     return x
 

@@ -205,7 +205,7 @@ def _(dy, x):
     return dy / (x + 1)
 
 
-@unary("Erf")
+@unary("Erf", native="math.erf({0})")
 def erf(B, x):
     """The error function 2/√π ∫₀ˣ e^(-t²) dt.
 
@@ -299,7 +299,7 @@ def _(dy, x):
     return dy / x.cos().square()
 
 
-@unary("Asin", ufunc="arcsin")
+@unary("Asin", ufunc="arcsin", native="math.asin({0})")
 def asin(B, x):
     """arcsin x (NaN outside [-1, 1]).
 
@@ -316,7 +316,7 @@ def _(dy, x):
     return dy / (1 - x.square()).sqrt()
 
 
-@unary("Acos", ufunc="arccos")
+@unary("Acos", ufunc="arccos", native="math.acos({0})")
 def acos(B, x):
     """arccos x (NaN outside [-1, 1]).
 
@@ -413,7 +413,7 @@ def _(g, dy, y, needs):
             g * dy * y * -2 if needs[1] else None)
 
 
-@unary("Asinh", ufunc="arcsinh")
+@unary("Asinh", ufunc="arcsinh", native="math.asinh({0})")
 def asinh(B, x):
     """arsinh x.
 
@@ -430,7 +430,7 @@ def _(dy, x):
     return dy / (x.square() + 1).sqrt()
 
 
-@unary("Acosh", ufunc="arccosh")
+@unary("Acosh", ufunc="arccosh", native="math.acosh({0})")
 def acosh(B, x):
     """arcosh x (NaN below 1).
 
@@ -447,7 +447,7 @@ def _(dy, x):
     return dy / (x.square() - 1).sqrt()
 
 
-@unary("Atanh", ufunc="arctanh")
+@unary("Atanh", ufunc="arctanh", native="math.atanh({0})")
 def atanh(B, x):
     """artanh x (NaN outside (-1, 1)).
 
@@ -464,7 +464,13 @@ def _(dy, x):
     return dy / (1 - x.square())
 
 
-@primitive("ClipByValue", batched_vjp=True, vmap=V.elementwise)
+# NumPy's clip on floats: max(x, lo) keeping x at a tie (clip(-0.0, 0, 1) is -0.0), then
+# min(that, hi) so; NaN in x or in a bound gives NaN
+_CLIP_LO = "({0} if {0} >= {lo} or {0} != {0} else {lo})"
+
+
+@primitive("ClipByValue", batched_vjp=True, vmap=V.elementwise,
+           native=f"{_CLIP_LO} if {_CLIP_LO} <= {{hi}} or {_CLIP_LO} != {_CLIP_LO} else {{hi}}")
 def _clip(B, x, lo, hi):
     if x.dtype in B.float_dtypes:
         return B.clip(x, lo, hi)

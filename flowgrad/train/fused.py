@@ -17,11 +17,15 @@ commit replaces go back to it): malloc hands back the memory just freed only whi
 glibc's threshold for mapped blocks is above their size, and otherwise every new array
 page-faults on every page.
 """
+from functools import partial
+
 import numpy as np
 
 from .. import buffer_pool as _pool
 from .. import engine as E
 from ..batching import loop
+from ..errors import JitError
+from ..ops import PRIMITIVES
 from ..ops._core import primitive
 
 
@@ -92,14 +96,198 @@ class _Scalars:
         return np.array(a, dtype=dtype)
 
 
+# ---------------------------------------------------------------- the update, compiled
+# tf.jit's native backend (flowgrad/jit_native.py) compiles an update with the gradient
+# kernels before it: ``expand`` runs the rule once on symbols, which turns it into
+# elementwise kernels of the op table (Multiply, Add, Sqrt...) over the variable, its
+# gradient and slots, and its Python numbers (the learning rate, bias corrections...) into
+# one Python function of the optimizer that a replay calls at every step, so they follow
+# the step count and the schedule as the kernel's own reads do.
+#
+# NOTE: the same bits as the kernel: NumPy turns a Python number an array meets into the
+# array's dtype before the operation (NEP 50), and the compiled code gets each number so
+# converted; the numbers are computed by the same Python expressions in the same order.
+# A setting of another type than at the trace (np.float64 would make NumPy compute in
+# float64) or a flag that changed is a JitError naming it, never another result.
+
+class _Unlowerable(Exception):
+    """The rule does something the expansion does not know: the kernel stays a NumPy step."""
+
+
+class _Elt:
+    """One element of an array the rule computes with (a ref of the expansion)."""
+    __slots__ = ("ref",)
+    size = 0                    # (_out gives no pooled buffer)
+
+    def __init__(self, ref):
+        self.ref = ref
+
+
+def _text(x):
+    if type(x) is _Num:
+        return x.text
+    if type(x) in (int, float):
+        return repr(x)
+    raise _Unlowerable(f"a {type(x).__name__} in the rule's arithmetic")
+
+
+class _Num:
+    """A Python number of the rule: the expression that computes it from the step ``t``,
+    the learning rate ``lr`` and the optimizer's settings (``a0``, ``a1``...)."""
+    __slots__ = ("text",)
+
+    def __init__(self, text):
+        self.text = text
+
+    def __add__(self, o):
+        return _Num(f"({self.text} + {_text(o)})")
+
+    def __radd__(self, o):
+        return _Num(f"({_text(o)} + {self.text})")
+
+    def __sub__(self, o):
+        return _Num(f"({self.text} - {_text(o)})")
+
+    def __rsub__(self, o):
+        return _Num(f"({_text(o)} - {self.text})")
+
+    def __mul__(self, o):
+        return _Num(f"({self.text} * {_text(o)})")
+
+    def __rmul__(self, o):
+        return _Num(f"({_text(o)} * {self.text})")
+
+    def __truediv__(self, o):
+        return _Num(f"({self.text} / {_text(o)})")
+
+    def __rtruediv__(self, o):
+        return _Num(f"({_text(o)} / {self.text})")
+
+    def __pow__(self, o):
+        return _Num(f"({self.text} ** {_text(o)})")
+
+    def __rpow__(self, o):
+        return _Num(f"({_text(o)} ** {self.text})")
+
+    def __neg__(self):
+        return _Num(f"(-{self.text})")
+
+    def __bool__(self):
+        raise _Unlowerable("a branch on a computed number")
+
+
+class _Settings:
+    """The optimizer as the rule sees it in the symbolic run: a number setting is a
+    symbol read at every step (its type checked), a flag is its value now (checked)."""
+
+    def __init__(self, opt):
+        self._opt, self.reads, self.flags = opt, {}, {}
+
+    def __getattr__(self, name):
+        v = getattr(self._opt, name)
+        if type(v) is bool:
+            self.flags[name] = v
+            return v
+        if type(v) not in (int, float):
+            raise _Unlowerable(f"the setting {name} is a {type(v).__name__}")
+        if name not in self.reads:
+            self.reads[name] = (f"a{len(self.reads)}", type(v))
+        return _Num(self.reads[name][0])
+
+
+class _Symbolic:
+    """The backend functions the rules call, recording elementwise kernels."""
+    name = "symbolic"
+    _KERNELS = {"multiply": "Multiply", "add": "Add", "subtract": "Sub",
+                "divide": "RealDiv", "square": "Square", "sqrt": "Sqrt", "abs": "Abs",
+                "maximum": "Maximum"}
+
+    def __init__(self):
+        self.steps, self.numbers = [], []
+
+    def __getattr__(self, fn):
+        prim = PRIMITIVES[self._KERNELS[fn]] if fn in self._KERNELS else None
+        if prim is None:
+            raise _Unlowerable(f"B.{fn}")
+
+        def kernel(*xs, out=None):
+            refs = []
+            for x in xs:
+                if type(x) is _Elt:
+                    refs.append(x.ref)
+                else:
+                    self.numbers.append(_text(x))
+                    refs.append(("p", len(self.numbers) - 1))
+            self.steps.append((prim, tuple(refs)))
+            return _Elt(("t", len(self.steps) - 1))
+        return kernel
+
+
+_SCALARS: dict = {}             # source -> the compiled function of the optimizer
+
+
+def expand(attrs, n_in):
+    """The update kernel as elementwise kernels (see above): ``(numbers, steps, results)``
+    where ``numbers()`` gives the Python numbers the kernels read at this step, ``steps``
+    are ``(primitive, operands)`` with operands ``("in", i)`` (the kernel's input i: the
+    variable, its gradient, its slots), ``("p", j)`` (number j) or ``("t", k)`` (step k's
+    result), and ``results`` the steps giving the kernel's outputs in order; None where
+    the rule cannot be expanded (it stays the NumPy kernel)."""
+    rule, opt = attrs["rule"], attrs["opt"]
+    B, settings = _Symbolic(), _Settings(opt)
+    n_slots = n_in - 2
+    try:
+        new = rule(B, settings, _Elt(("in", 0)), _Elt(("in", 1)),
+                   tuple([_Elt(("in", 2 + i)) for i in range(n_slots)]), _Num("lr"), _Num("t"))
+    except (_Unlowerable, KeyError, AttributeError):
+        return None
+    results = [x.ref[1] for x in new if type(x) is _Elt and x.ref[0] == "t"]
+    if len(results) != len(new) or len(set(results)) != len(results):
+        return None                 # (an input or a number returned as is)
+    return partial(_numbers_of(settings, B.numbers), opt), B.steps, results
+
+
+def _numbers_of(settings, numbers):
+    reads = [f"    {sym} = opt.{name}" for name, (sym, _) in settings.reads.items()]
+    checks = ["type(t) is not int", "type(lr) is not float"]
+    checks += [f"type({sym}) is not {tp.__name__}" for sym, tp in settings.reads.values()]
+    checks += [f"opt.{name} is not {v}" for name, v in settings.flags.items()]
+    src = "\n".join(["def numbers(opt):", "    t = opt.iterations + 1",
+                     "    lr = opt.current_learning_rate()"] + reads +
+                    [f"    if {' or '.join(checks)}:", "        _changed(opt, t, lr)",
+                     f"    return ({''.join(n + ', ' for n in numbers)})"])
+    fn = _SCALARS.get((src, tuple(settings.reads), tuple(settings.flags.items())))
+    if fn is None:
+        ns = {"_changed": partial(_changed, dict(settings.reads), settings.flags)}
+        exec(compile(src, "<flowgrad.train.fused>", "exec"), ns)
+        fn = _SCALARS[(src, tuple(settings.reads), tuple(settings.flags.items()))] = \
+            ns["numbers"]
+    return fn
+
+
+def _changed(reads, flags, opt, t, lr):
+    now = [("iterations", type(t - 1), int), ("learning rate", type(lr), float)]
+    now += [(name, type(getattr(opt, name)), tp) for name, (_, tp) in reads.items()]
+    for name, tp, was in now:
+        if tp is not was:
+            what = f"{opt.class_name}.{name} is a {tp.__name__}, a {was.__name__} when"
+            break
+    else:
+        name = next(k for k, v in flags.items() if getattr(opt, k) is not v)
+        what = f"{opt.class_name}.{name} is {getattr(opt, name)}, {flags[name]} when"
+    raise JitError(f"tf.jit: {what} this step was compiled (backend 'native', which "
+                   f"compiles the update with those settings): set it as it was (a Python "
+                   f"number), or call tf.jit on the step again, or use backend='numpy'")
+
+
 # impure: a tf.jit replay keeps them even when their results look unused; under tf.vmap
 # (an update of per-example copies, rare): once per example
-@primitive("ApplyUpdate", impure=True, vmap=loop)
+@primitive("ApplyUpdate", impure=True, vmap=loop, expand=expand)
 def _apply_update(B, w, g, rule, opt):
     return _update(B, w, g, (), rule, opt)[0]
 
 
-@primitive("ApplyUpdateSlots", multi=True, impure=True, vmap=loop)
+@primitive("ApplyUpdateSlots", multi=True, impure=True, vmap=loop, expand=expand)
 def _apply_update_slots(B, w, g, *slots, rule, opt):
     return _update(B, w, g, slots, rule, opt)
 

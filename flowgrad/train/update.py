@@ -28,6 +28,7 @@ import threading
 import weakref
 
 from ..after_fork import renew_after_fork
+from .. import buffer_pool as _pool
 from .. import dtypes
 from .. import engine as E
 from .. import recording
@@ -218,12 +219,26 @@ def _finish(store, args):
 def _commit_kernel(B, *arrays, targets, regs, opt, count):
     # the step count is read when the kernel runs: a replay counts on from the last step
     it = opt.iterations + 1 if count is None else count
+    replaced = []
     with STATE_LOCK:
-        commit_fully(_adopt, (targets, arrays, regs, opt.slot_table, opt, it))
-    return B.asarray(opt.iterations, dtype=B.int32)
+        commit_fully(_adopt, (targets, arrays, regs, opt.slot_table, opt, it, replaced))
+    # the values replaced, to the buffer pool where nothing else holds them: the next
+    # step's new values are written there (a fresh MB array page-faults on every page)
+    while replaced:
+        old = replaced.pop()
+        _pool.offer(old)
+        del old
+    # (its result is read by no one: one array per backend, not a new one per step)
+    done = _DONE.get(B.name)
+    if done is None:
+        done = _DONE[B.name] = B.asarray(0, dtype=B.int32)
+    return done
 
 
-def _adopt(targets, arrays, regs, table, opt, it):
+_DONE: dict = {}
+
+
+def _adopt(targets, arrays, regs, table, opt, it, replaced):
     # each target takes a fresh array that only it will hold (the kernels' outputs): one
     # buffer more, and its old one less unless others still share it
     for target, arr in zip(targets, arrays):
@@ -233,6 +248,8 @@ def _adopt(targets, arrays, regs, table, opt, it):
                 # NOTE: the only call, before any store: an interrupt at it changes nothing
                 E.count_buffers(1)
                 b[0] -= 1
+            # (an interrupt at this append loses the old value's reuse, nothing else)
+            replaced.append(target._data)
             target._buf = None
             target._data = arr
     for key, entry in regs:
