@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 import numpy as np
+import pytest
 
 import flowgrad as tf
 
@@ -146,9 +147,14 @@ def _check_forward(case):
 # the backends every table runs on: NumPy, and array-api-strict (registered by conftest.py
 # when installed), which fails any kernel that calls past the array API standard
 # (FLOWGRAD_TEST_BACKENDS=numpy,cupy picks others: bench/gpu.py runs the tables on CuPy)
-BACKENDS = os.environ.get("FLOWGRAD_TEST_BACKENDS", "").split(",") if \
+BACKEND_NAMES = os.environ.get("FLOWGRAD_TEST_BACKENDS", "").split(",") if \
     os.environ.get("FLOWGRAD_TEST_BACKENDS") else \
     ["numpy"] + (["array_api_strict"] if "array_api_strict" in tf.backends() else [])
+# the tables' parameters: array-api-strict's second pass over every table (half their time,
+# ~100 s of the README's test command) is a slow case, run by .ci/run (pytest -m slow); the
+# backends named in FLOWGRAD_TEST_BACKENDS run in the default run
+BACKENDS = BACKEND_NAMES if os.environ.get("FLOWGRAD_TEST_BACKENDS") else \
+    [b if b == "numpy" else pytest.param(b, marks=pytest.mark.slow) for b in BACKEND_NAMES]
 
 
 def run_case(case, backend="numpy"):

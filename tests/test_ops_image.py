@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 import flowgrad as tf
 from flowgrad.errors import ArgumentError, DtypeError, ShapeError
-from opcheck import BACKENDS, Case, run_case
+from opcheck import BACKEND_NAMES, BACKENDS, Case, run_case
 
 MODES = {"plain": (False, False), "align": (True, False), "half": (False, True)}
 
@@ -159,7 +159,7 @@ def resize_problem(draw):
     mode = draw(st.sampled_from(sorted(MODES)))
     op = draw(st.sampled_from(sorted(OPS)))
     seed = draw(st.integers(0, 2 ** 16))
-    backend = draw(st.sampled_from(BACKENDS))
+    backend = draw(st.sampled_from(BACKEND_NAMES))
     return op, (b, h, w, c), size, mode, seed, backend
 
 
