@@ -60,8 +60,12 @@ class Pooled(Recycled):
     __slots__ = ()
 
     def __call__(self):
-        a = _pool.take(self.shape, self.dtype) if E.POOL_MIN <= self.size() else None
-        return a if a is not None else Recycled.__call__(self)
+        if E.POOL_MIN <= self.size():
+            a = _pool.take(self.shape, self.dtype)
+            # NOTE: not kept here (as Recycled keeps its array): a reference of ours would
+            # stop the buffer going back to the pool when its holder lets go of it
+            return a if a is not None else E.B.empty(self.shape, dtype=self.dtype)
+        return Recycled.__call__(self)
 
     def size(self):
         n = 1

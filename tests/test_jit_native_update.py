@@ -5,6 +5,8 @@ import numpy as np
 import pytest
 
 import flowgrad as tf
+from flowgrad import buffer_pool
+from flowgrad import engine as E
 from flowgrad.errors import JitError
 from test_atomic_updates import MAKERS       # (every optimizer configuration)
 from test_jit_native import always_native    # noqa: F401 (a fixture)
@@ -133,4 +135,23 @@ def test_the_new_values_are_fresh_arrays_never_the_replays_buffers():
         tf.tidy(f)
     np.testing.assert_array_equal(held, copy)        # an array of step 1, untouched
     assert not np.array_equal(w.numpy(), copy)
+    w.dispose()
+
+
+def test_new_values_are_written_where_the_values_of_two_steps_ago_were(monkeypatch):
+    # the commit gives the values it replaced to the buffer pool, and the compiled update
+    # writes the next step's into them: no fresh arrays (a MB one page-faults on each page)
+    if not buffer_pool.enabled:
+        pytest.skip("FLOWGRAD_MEMORY_POLICY=system: no buffer pool")
+    w = tf.variable(tf.tensor(np.arange(100_000, dtype=np.float32)))
+    opt = tf.train.adam(0.1)
+    f = tf.jit(lambda: opt.minimize(lambda: w.square().sum()), backend="native")
+    for _ in range(3):
+        tf.tidy(f)
+    made = []
+    empty = E.B.empty
+    monkeypatch.setattr(E.B, "empty", lambda *a, **k: made.append(a) or empty(*a, **k))
+    for _ in range(5):
+        tf.tidy(f)
+    assert made == []
     w.dispose()
