@@ -139,35 +139,18 @@ class _Num:
     def __init__(self, text):
         self.text = text
 
-    def __add__(self, o):
-        return _Num(f"({self.text} + {_text(o)})")
+    def _op(sym, reflected=False):
+        def op(self, o):
+            a, b = (_text(o), self.text) if reflected else (self.text, _text(o))
+            return _Num(f"({a} {sym} {b})")
+        return op
 
-    def __radd__(self, o):
-        return _Num(f"({_text(o)} + {self.text})")
-
-    def __sub__(self, o):
-        return _Num(f"({self.text} - {_text(o)})")
-
-    def __rsub__(self, o):
-        return _Num(f"({_text(o)} - {self.text})")
-
-    def __mul__(self, o):
-        return _Num(f"({self.text} * {_text(o)})")
-
-    def __rmul__(self, o):
-        return _Num(f"({_text(o)} * {self.text})")
-
-    def __truediv__(self, o):
-        return _Num(f"({self.text} / {_text(o)})")
-
-    def __rtruediv__(self, o):
-        return _Num(f"({_text(o)} / {self.text})")
-
-    def __pow__(self, o):
-        return _Num(f"({self.text} ** {_text(o)})")
-
-    def __rpow__(self, o):
-        return _Num(f"({_text(o)} ** {self.text})")
+    __add__, __radd__ = _op("+"), _op("+", True)
+    __sub__, __rsub__ = _op("-"), _op("-", True)
+    __mul__, __rmul__ = _op("*"), _op("*", True)
+    __truediv__, __rtruediv__ = _op("/"), _op("/", True)
+    __pow__, __rpow__ = _op("**"), _op("**", True)
+    del _op
 
     def __neg__(self):
         return _Num(f"(-{self.text})")
