@@ -516,8 +516,11 @@ class Segment:
                       f"{ind * 2}raise ValueError('tf.jit: a native segment got arrays of "
                       f"another size than traced')"]
         if rows:
+            # NOTE: the flat index in unsigned arithmetic: numba wraps a signed index that
+            # may be negative (j < 0: j + n), and that branch kept LLVM from vectorising
+            # the loop (W2's bias-and-relu layers: 44 µs a call, 6 µs unsigned)
             lines += [f"{ind}for r in range(n // m):", f"{ind * 2}for c in range(m):",
-                      f"{ind * 3}j = r * m + c"]
+                      f"{ind * 3}j = U(r) * U(m) + U(c)"]
             ind2 = ind * 3
         else:
             lines.append(f"{ind}for j in range(n):")
