@@ -1,6 +1,8 @@
 """tf.jit's native backend compiles an optimizer's update with the gradient kernels before
 it (flowgrad/train/fused.py ``expand``, flowgrad/jit_native.py ``expand``): the same bits
 as eager steps for every optimizer, numbers read at every step, settings checked."""
+import re
+
 import numpy as np
 import pytest
 
@@ -77,6 +79,37 @@ def test_two_optimizers_and_one_used_twice_in_one_step():
     assert eager[2:] == native[2:] == (10, 5)
     np.testing.assert_array_equal(native[0], eager[0])
     np.testing.assert_array_equal(native[1], eager[1])
+
+
+def _numbers_steps(plan):
+    return sum(int(m.group(1) or 1) for m in re.finditer(r"Numbers(?: x(\d+))?:", plan))
+
+
+def test_one_read_of_the_numbers_per_optimizer_between_commits():
+    # three variables of one optimizer read its numbers once; a second minimize after the
+    # commit (the step count moved on) reads them again
+    def run(backend):
+        vs = [tf.variable(tf.tensor(np.linspace(-1, 1, n).astype(np.float32) * k))
+              for k, n in ((1, 5), (2, 7), (3, 1))]
+        adam = tf.train.adam(0.05)
+
+        def step():
+            adam.minimize(lambda: sum((v * v - 1).square().sum() for v in vs))
+            return adam.minimize(lambda: sum((v - 0.5).abs().sum() for v in vs),
+                                 return_cost=True)
+        f = tf.jit(step, backend=backend) if backend else step
+        costs = [tf.tidy(lambda: f().numpy().copy()) for _ in range(4)]
+        out = [v.numpy().copy() for v in vs] + costs, adam.iterations
+        plan = f.explain() if backend else None
+        tf.dispose(vs)
+        adam.dispose()
+        return out, plan
+    (eager, i0), _ = run(None)
+    (native, i1), plan = run("native")
+    assert i0 == i1 == 8
+    assert _numbers_steps(plan) == 2, plan
+    for a, b in zip(eager, native):
+        np.testing.assert_array_equal(a, b)
 
 
 def test_settings_and_learning_rate_are_read_at_every_step():
