@@ -12,7 +12,9 @@ threads never share them). A segment of 0-d values (a tiny SGD step) is a functi
 scalars. Everything else (matrix products, reductions, reshapes, kernels with no native
 form, integer kernels) stays a step of the NumPy replay, which calls the compiled segments
 in order. A measured cost model keeps a segment on NumPy where NumPy's vectorised loops
-beat numba's scalar libm calls (large blocks of exp, log, sin, tanh...). A segment whose
+beat numba's scalar libm calls (large blocks of exp, log, sin, tanh...); NumPy's side of it
+is measured on the machine (numpy_ns), and a float32 loop over large arrays computes exp,
+sin, cos and tanh inline as vectorised float64 arithmetic (flowgrad/native_math.py). A segment whose
 loop pays for threads (PARALLEL_US each) runs it on tf.jit(threads=) / tf.get_jit_threads()
 threads (numba.prange; elementwise: the same bits for any count), a smaller one on the
 calling thread. Compiled code is saved to disk and loaded by later processes instead of
@@ -24,7 +26,8 @@ kernel's result is rounded to the dtype (``T(...)``), so +, -, *, /, sqrt, abs, 
 relu, clip, step, sign and floor, ceil, round (numba's np.floor, np.ceil, np.rint) are
 NumPy's bits (-0.0, NaN and ties included); the transcendental functions are the C
 library's (expf, sinf, tanh...) where NumPy has its own SIMD loops, so results differ from
-the NumPy replay by a few ulp (ULP_BOUND, checked by tests/test_jit_native.py).
+the NumPy replay by a few ulp (ULP_BOUND, checked by tests/test_jit_native.py); native_math's
+inline functions are within one ulp of the correctly rounded value (tests/test_native_math.py).
 """
 from __future__ import annotations
 
@@ -34,12 +37,14 @@ import os
 import re
 import sys
 import threading
+import time
 
 import numpy as np
 
 from . import batching
 from . import engine as E
 from . import fusion
+from . import native_math
 from . import user_frames
 from .after_fork import renew_after_fork
 from .errors import MissingDependencyError
@@ -79,6 +84,23 @@ LIBM_NS.update({"erf": (3.4, 40.9, 3.5, 37.6), "asin": (5.7, 0.38, 10.4, 1.54),
                 "acos": (8.5, 0.53, 10.7, 1.4), "asinh": (19.1, 0.93, 20.6, 2.11),
                 "acosh": (21.1, 0.8, 20.7, 2.8), "atanh": (19.9, 1.46, 20.6, 1.63)})
 LIBM_OTHER_NS = (12.0, 0.5, 12.0, 1.0)      # the functions not measured
+# NumPy's side is measured on the machine that runs the program (numpy_ns), the table's
+# NumPy column is only the fallback; NumPy's functions by ufunc
+MEASURED_UFUNCS = {"exp": "exp", "log": "log", "sin": "sin", "cos": "cos", "tanh": "tanh",
+                   "expm1": "expm1", "log1p": "log1p", "atan": "arctan", "asin": "arcsin",
+                   "acos": "arccos", "asinh": "arcsinh", "acosh": "arccosh",
+                   "atanh": "arctanh", "sqrt": "sqrt"}
+# numba's ns per float32 element for the functions a float32 loop computes inline
+# (flowgrad/native_math.py), measured on an AVX2 EPYC (one loop of each over 1e6 values:
+# exp 2.0, sin 1.9; sin and cos of one argument share their reduction)
+INLINE_NS = {"exp": 2.0, "sin": 1.9, "cos": 1.9, "tanh": 2.6}
+# NOTE: only in loops over arrays of FUSE_MIN_BYTES or more, and at most INLINE_MAX calls in
+# one: each costs LLVM ~0.1 s to compile (W1's 160 in one loop of 360 kernels took 214 s,
+# against 1.5 s with libm's calls), and a chain of them through one element is bound by
+# their latency, not their throughput (W1 on 1,000 values in loops of 8: 1.16 ms, NumPy's
+# replay 1.09); W3's wide, shallow loop on 1e6-1e7 values is where they pay
+INLINE_MAX = 8
+INLINE_COMPILE_S = 0.1          # compiling each (W3's loop: 0.71 s with 3, 0.38 s without)
 # compiling: seconds per segment and per kernel in it (0.07 + 1.7 ms a kernel on scalars,
 # 2.8 ms on arrays: 0.67 s and 1.1 s for W1's 360), and numba's import (0.12-0.33 s)
 COMPILE_S = (0.07, 0.0025)
@@ -382,17 +404,47 @@ def transcendental(expr):
     return any(f != "sqrt" for f in libm_calls(expr))
 
 
-def _work(prim, expr, dtype, scalar):
+def _work(prim, expr, dtype, scalar, inline=False):
     """(NumPy's microseconds per call, its ns per element, numba's ns per element) of one
-    kernel of a segment: the cost model's terms."""
+    kernel of a segment: the cost model's terms (``inline``: a float32 loop, which computes
+    native_math's functions inline)."""
     wide = dtype.itemsize == 8
     call = NUMPY_SCALAR_US[prim.expr is None] if scalar else NUMPY_CALL_US
     numpy, native = ARITH_NS[0] * (1 + wide), ARITH_NS[1] * (1 + wide)
     for f in libm_calls(expr):
         cost = LIBM_NS.get(f, LIBM_OTHER_NS)
-        native += cost[2 * wide]
-        numpy += cost[2 * wide + 1]
+        native += INLINE_NS[f] if inline and f in INLINE_NS else cost[2 * wide]
+        numpy += cost[2 * wide + 1] if scalar else numpy_ns(f, dtype, cost[2 * wide + 1])
     return call, numpy, native
+
+
+_measured: dict = {}
+
+
+def numpy_ns(f, dtype, default):
+    """NumPy's nanoseconds per element for the libm function ``f`` on arrays of ``dtype``,
+    measured on this machine once per process (a few calls on 4096 values: ~0.1 ms): its
+    SIMD loops differ between CPUs by more than the model's other terms (float32 exp: 0.39
+    ns on an AVX-512 Xeon, 5.5 ns on an AVX2 EPYC, where NumPy 2.4 calls the C library's).
+    ``default`` where NumPy has no ufunc of that name."""
+    key = (f, dtype.str)
+    ns = _measured.get(key)
+    if ns is None:
+        ufunc = getattr(np, MEASURED_UFUNCS.get(f, ""), None)
+        if not isinstance(ufunc, np.ufunc) or ufunc.nin != 1:
+            ns = default
+        else:
+            lo = 1.1 if f == "acosh" else 0.1
+            x = np.linspace(lo, lo + 0.8, 4096).astype(dtype)
+            out = np.empty_like(x)
+            best = math.inf
+            for _ in range(5):
+                t0 = time.perf_counter()
+                ufunc(x, out=out)
+                best = min(best, time.perf_counter() - t0)
+            ns = best * 1e9 / x.size
+        _measured[key] = ns
+    return ns
 
 
 def _literal(v):
@@ -445,6 +497,19 @@ def _choose_threading_layer(numba):
         _LAYER.append(True)
 
 
+def _loop(rows, body):
+    """Lines of a segment's loop over its elements j running ``body``: flat, or in rows of
+    m (inputs broadcast along rows or columns)."""
+    ind = "    "
+    if not rows:
+        return [f"{ind}for j in range(n):"] + [ind * 2 + x for x in body]
+    # NOTE: the flat index in unsigned arithmetic: numba wraps a signed index that may be
+    # negative (j < 0: j + n), and that branch kept LLVM from vectorising the loop (W2's
+    # bias-and-relu layers: 44 µs a call, 6 µs unsigned)
+    return [f"{ind}for r in range(n // m):", f"{ind * 2}for c in range(m):",
+            f"{ind * 3}j = U(r) * U(m) + U(c)"] + [ind * 3 + x for x in body]
+
+
 class Segment:
     """One compiled segment: its kernels, inputs (refs), outputs (slots), elements and dtype,
     and the numba source of its loop (compiled on first emit)."""
@@ -487,19 +552,31 @@ class Segment:
             else:
                 params.append(f"k{j}")
                 name[fusion.ref_key(r)] = f"k{j}"
-        body = []
+        exprs = []
         # (values are named by their place in the segment, not by the trace's slots: the
         # same loop in another program or at another size is the same source, compiled and
         # cached once: W2's six Adam updates, its two relu layers)
         for k, st in enumerate(members):
             refs, o = st[2], st[4][0]
             consts = [_number(r, self.dtype) for r in refs]
-            expr = native_expr(st[1], [name[fusion.ref_key(r)] for r in refs], consts,
-                               st[3])
-            self.work.append(_work(st[1], expr, self.dtype, self.scalar and
-                                   meta[o][0] == ()))
-            body.append(f"t{k} = T({expr})")
+            exprs.append(native_expr(st[1], [name[fusion.ref_key(r)] for r in refs], consts,
+                                     st[3]))
             name[("s", o)] = f"t{k}"
+        # a loop of float32 arrays computes exp/sin/cos/tanh inline (native_math), and again
+        # with libm where an argument is out of its range (see below); a few of them
+        calls = sum(len(native_math.calls(e)) for e in exprs)
+        inline = self.dtype == np.float32 and calls <= INLINE_MAX and \
+            self.n * self.dtype.itemsize >= fusion.FUSE_MIN_BYTES
+        self.inlined = calls if inline else 0
+        body, fast = [], []
+        for k, (st, expr) in enumerate(zip(members, exprs)):
+            self.work.append(_work(st[1], expr, self.dtype, self.scalar and
+                                   meta[st[4][0]][0] == (), inline))
+            body.append(f"t{k} = T({expr})")
+            if inline and native_math.calls(expr):
+                lines, expr = native_math.inline(expr, f"t{k}")
+                fast += lines
+            fast.append(f"t{k} = T({expr})")
         ind = "    "
         if self.scalar:         # scalars in (Python floats), the results into one array
             lines = [f"def seg({', '.join(params + ['o'])}):"] + [ind + x for x in head + body]
@@ -524,18 +601,18 @@ class Segment:
             lines += [f"{ind}if {cond}:",
                       f"{ind * 2}raise ValueError('tf.jit: a native segment got arrays of "
                       f"another size than traced')"]
-        if rows:
-            # NOTE: the flat index in unsigned arithmetic: numba wraps a signed index that
-            # may be negative (j < 0: j + n), and that branch kept LLVM from vectorising
-            # the loop (W2's bias-and-relu layers: 44 µs a call, 6 µs unsigned)
-            lines += [f"{ind}for r in range(n // m):", f"{ind * 2}for c in range(m):",
-                      f"{ind * 3}j = U(r) * U(m) + U(c)"]
-            ind2 = ind * 3
-        else:
-            lines.append(f"{ind}for j in range(n):")
-            ind2 = ind * 2
-        lines += [ind2 + x for x in loads + body]
-        lines += [f"{ind2}o{j}[j] = {name[('s', o)]}" for j, o in enumerate(self.outs)]
+        stores = [f"o{j}[j] = {name[('s', o)]}" for j, o in enumerate(self.outs)]
+        if fast == body:
+            return "\n".join(lines + _loop(bool(rows), loads + body + stores))
+        # NOTE: the inlined functions' guards count arguments out of their range in bad;
+        # then the loop runs again with libm's functions, overwriting every output (each
+        # element's inputs are read before its outputs are written, and an output is never
+        # an input's buffer: the replay's own, pooled or fresh), so a call's results are
+        # all of one kind
+        lines.append(f"{ind}bad = 0")
+        lines += _loop(bool(rows), loads + fast + stores)
+        lines.append(f"{ind}if bad != 0:")
+        lines += [ind + x for x in _loop(bool(rows), loads + body + stores)]
         return "\n".join(lines)
 
     def costs(self):
@@ -612,8 +689,11 @@ class Segment:
         return self.dispatcher(self.thread_count() >= 2)
 
     def compile_estimate(self):
-        """Estimated seconds to compile this segment's loop (on one thread)."""
-        return COMPILE_S[0] + COMPILE_S[1] * len(self.names)
+        """Estimated seconds to compile this segment's loop (on one thread): an inlined
+        function's code, and the second loop with libm's, cost more."""
+        k = len(self.names)
+        return COMPILE_S[0] + COMPILE_S[1] * k + \
+            (INLINE_COMPILE_S * self.inlined + COMPILE_S[1] * k if self.inlined else 0.0)
 
     def build_seconds(self):
         """Estimated seconds to make this segment's code now: none when this process has
@@ -626,7 +706,7 @@ class Segment:
         k = len(self.names)
         if cache.cached(cache.key(source, self.signature_text(), parallel)):
             return LOAD_S[0] + LOAD_S[1] * k
-        return (COMPILE_S[0] + COMPILE_S[1] * k) * (PARALLEL_COMPILE if parallel else 1)
+        return self.compile_estimate() * (PARALLEL_COMPILE if parallel else 1)
 
     def run(self, *args):
         """Call the loop (a segment that may pay for threads): on ``thread_count()`` threads

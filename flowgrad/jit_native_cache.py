@@ -195,7 +195,7 @@ def build(numba, source: str, dtype, signature, sig_text: str, parallel: bool, w
     k = key(source, sig_text, parallel)
     name = "seg_" + digest(k)[:24]      # (symbols unique to this entry: see the NOTE above)
     ns = {"__name__": __name__, "math": math, "np": np, "T": dtype.type, "U": np.uint64,
-          "prange": numba.prange}
+          "F": np.float64, "prange": numba.prange}
     exec(compile(source.replace("def seg(", f"def {name}(", 1), f"<flowgrad.jit_native {name}>",
                  "exec"), ns)
     fn = numba.njit(parallel=parallel, **OPTIONS)(ns[name])
