@@ -89,7 +89,7 @@ LIBM_OTHER_NS = (12.0, 0.5, 12.0, 1.0)      # the functions not measured
 MEASURED_UFUNCS = {"exp": "exp", "log": "log", "sin": "sin", "cos": "cos", "tanh": "tanh",
                    "expm1": "expm1", "log1p": "log1p", "atan": "arctan", "asin": "arcsin",
                    "acos": "arccos", "asinh": "arcsinh", "acosh": "arccosh",
-                   "atanh": "arctanh", "sqrt": "sqrt"}
+                   "atanh": "arctanh"}
 # numba's ns per float32 element for the functions a float32 loop computes inline
 # (flowgrad/native_math.py), measured on an AVX2 EPYC (one loop of each over 1e6 values:
 # exp 2.0, sin 1.9; sin and cos of one argument share their reduction)
@@ -418,33 +418,42 @@ def _work(prim, expr, dtype, scalar, inline=False):
     return call, numpy, native
 
 
-_measured: dict = {}
+_measured: dict | None = None     # "exp <f4" -> ns, from the cache folder's file first
 
 
 def numpy_ns(f, dtype, default):
     """NumPy's nanoseconds per element for the libm function ``f`` on arrays of ``dtype``,
-    measured on this machine once per process (a few calls on 4096 values: ~0.1 ms): its
-    SIMD loops differ between CPUs by more than the model's other terms (float32 exp: 0.39
-    ns on an AVX-512 Xeon, 5.5 ns on an AVX2 EPYC, where NumPy 2.4 calls the C library's).
-    ``default`` where NumPy has no ufunc of that name."""
-    key = (f, dtype.str)
+    measured on this machine: its SIMD loops differ between CPUs by more than the model's
+    other terms (float32 exp: 0.39 ns on an AVX-512 Xeon, 5.5 ns on an AVX2 EPYC, where
+    NumPy 2.4 calls the C library's). Measured once per machine and kept in the jit cache
+    folder (jit_native_cache.costs_path; per process where the cache is off), so that
+    every process plans a program alike. ``default`` where NumPy has no such ufunc."""
+    global _measured
+    if MEASURED_UFUNCS.get(f) is None:
+        return default
+    from . import jit_native_cache as cache
+    if _measured is None:
+        _measured = cache.load_costs()
+    key = f"{f} {dtype.str}"
     ns = _measured.get(key)
     if ns is None:
-        ufunc = getattr(np, MEASURED_UFUNCS.get(f, ""), None)
-        if not isinstance(ufunc, np.ufunc) or ufunc.nin != 1:
-            ns = default
-        else:
-            lo = 1.1 if f == "acosh" else 0.1
-            x = np.linspace(lo, lo + 0.8, 4096).astype(dtype)
-            out = np.empty_like(x)
-            best = math.inf
-            for _ in range(5):
-                t0 = time.perf_counter()
-                ufunc(x, out=out)
-                best = min(best, time.perf_counter() - t0)
-            ns = best * 1e9 / x.size
-        _measured[key] = ns
+        ns = _measured[key] = _measure(getattr(np, MEASURED_UFUNCS[f]), f, dtype)
+        cache.save_costs(dict(_measured))
     return ns
+
+
+def _measure(ufunc, f, dtype):
+    """NumPy's ns per element for ``ufunc`` on 4096 values of its usual domain, the best of
+    9 calls (~0.1 ms)."""
+    lo = 1.1 if f == "acosh" else 0.1
+    x = np.linspace(lo, lo + 0.8, 4096).astype(dtype)
+    out = np.empty_like(x)
+    best = math.inf
+    for _ in range(9):
+        t0 = time.perf_counter()
+        ufunc(x, out=out)
+        best = min(best, time.perf_counter() - t0)
+    return best * 1e9 / x.size
 
 
 def _literal(v):

@@ -317,6 +317,54 @@ class Entry:
             prune(self.folder)
 
 
+def costs_path() -> str | None:
+    """The file of the cost model's measurements on this machine (jit_native.numpy_ns), in
+    the cache folder: one per CPU, NumPy and Python, so that every process on a machine
+    plans a program alike (and finds its segments in the cache); None when the cache is
+    off."""
+    where = folder()
+    if where is None:
+        return None
+    tag = digest(f"{FORMAT} {cpu_tag()} numpy {np.__version__} {platform.python_version()}")
+    return os.path.join(where, f"costs-{tag[:16]}.json")
+
+
+def load_costs() -> dict:
+    """The measurements saved on this machine ({"exp <f4": ns...}), or {} (none yet,
+    unreadable or garbled: measured again)."""
+    path = costs_path()
+    if path is None:
+        return {}
+    try:
+        with open(path, encoding="utf-8") as f:
+            data = json.load(f)
+    except (OSError, ValueError):
+        return {}
+    if not isinstance(data, dict):
+        return {}
+    return {k: float(v) for k, v in data.items() if isinstance(k, str) and
+            type(v) in (int, float) and math.isfinite(v) and v > 0}
+
+
+def save_costs(costs: dict) -> None:
+    """Write the measurements (whole, by rename: a reader sees the old file or the new);
+    nothing when the folder cannot be written (the compiled code's writes warn of it)."""
+    path = costs_path()
+    if path is None or os.path.dirname(path) in _unwritable:
+        return
+    tmp = f"{path}.{os.getpid()}.{os.urandom(6).hex()}.tmp"
+    try:
+        os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
+        with open(tmp, "w", encoding="utf-8") as f:
+            json.dump(costs, f, sort_keys=True)
+        os.replace(tmp, path)
+    except OSError:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+
+
 def _target(target_context):
     return repr(target_context.codegen().magic_tuple())
 

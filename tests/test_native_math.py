@@ -157,14 +157,34 @@ def test_small_loops_and_float64_call_libm():
     assert native_segments(jf)[0].inlined == 0
 
 
-@needs_numba
-def test_numpys_costs_are_measured_here_once(monkeypatch):
-    monkeypatch.setattr(jit_native, "_measured", {})
+def test_numpys_costs_are_measured_once_per_machine(monkeypatch, tmp_path):
+    from flowgrad import jit_native_cache
+    monkeypatch.setenv("FLOWGRAD_JIT_CACHE", str(tmp_path))
+    monkeypatch.setattr(jit_native, "_measured", None)
     f32 = np.dtype(np.float32)
     ns = jit_native.numpy_ns("exp", f32, 123.0)
     assert 0 < ns < 1000 and ns != 123.0
-    assert jit_native.numpy_ns("exp", f32, 123.0) == ns           # (measured once)
+    assert jit_native_cache.load_costs() == {"exp <f4": ns}
     assert jit_native.numpy_ns("erf", f32, 40.9) == 40.9           # (no such ufunc)
+
+    # another process on this machine: the same number, not measured again
+    def measure(*args):
+        raise AssertionError("measured again")
+    monkeypatch.setattr(jit_native, "_measured", None)
+    monkeypatch.setattr(jit_native, "_measure", measure)
+    assert jit_native.numpy_ns("exp", f32, 123.0) == ns
+    # a garbled file is measured again; a cache turned off measures per process
+    path = jit_native_cache.costs_path()
+    with open(path, "w") as f:
+        f.write('{"exp <f4": "fast", ')
+    monkeypatch.undo()
+    monkeypatch.setenv("FLOWGRAD_JIT_CACHE", str(tmp_path))
+    monkeypatch.setattr(jit_native, "_measured", None)
+    assert jit_native.numpy_ns("exp", f32, 123.0) > 0
+    assert "exp <f4" in jit_native_cache.load_costs()
+    monkeypatch.setenv("FLOWGRAD_JIT_CACHE", "0")
+    monkeypatch.setattr(jit_native, "_measured", None)
+    assert jit_native.numpy_ns("sin", f32, 123.0) > 0 and jit_native_cache.costs_path() is None
 
 
 @needs_numba
