@@ -29,7 +29,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("flowgrad.ops",),
     ("flowgrad.gradients", "flowgrad.custom", "flowgrad.jacobians", "flowgrad.vmap",
      "flowgrad.jit", "flowgrad.jit_closures", "flowgrad.jit_native",
-     "flowgrad.jit_native_cache", "flowgrad.fusion",
+     "flowgrad.jit_native_cache", "flowgrad.native_math", "flowgrad.fusion",
      "flowgrad.replay_buffers",
      "flowgrad.numpy_interop", "flowgrad.numpy_functions", "flowgrad.numpy_arrays",
      "flowgrad.numpy_linalg"),
