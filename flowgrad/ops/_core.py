@@ -319,6 +319,11 @@ def unary(name, *, policy="float", method=True, **flags):
     return deco
 
 
+def batch_axes_broadcast(ba, bb):
+    """True when two stacks' batch shapes (the axes before their matrices) broadcast."""
+    return all(x == y or x == 1 or y == 1 for x, y in zip(reversed(ba), reversed(bb)))
+
+
 def binary_args(a, b, opname):
     """Both operands as tensors of one dtype (TF.js promotion, extended with float64).
 

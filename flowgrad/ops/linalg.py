@@ -8,7 +8,8 @@ from .. import batching as V
 from .. import dtypes
 from .. import engine as E
 from ..errors import ArgumentError, GradientError, LinAlgError, ShapeError
-from ._core import as_float, as_numeric, binary_args, cast, export, flag, met_float, primitive
+from ._core import (as_float, as_numeric, batch_axes_broadcast, binary_args, cast, export,
+                    flag, met_float, primitive)
 from .creation import eye, ones, zeros
 from .matrices import triangular_solve, tril
 from .reduce import norm
@@ -67,10 +68,9 @@ def mat_mul(a, b, transpose_a=False, transpose_b=False):
                          f"with shapes {a.shape} and {b.shape} and transposeA={transpose_a} "
                          f"and transposeB={transpose_b} must match.")
     ba, bb = a.shape[:-2], b.shape[:-2]
-    for x, y in zip(reversed(ba), reversed(bb)):
-        if x != y and x != 1 and y != 1:
-            raise ShapeError(f"Error in matMul: the batch dimensions {ba} and {bb} of shapes "
-                             f"{a.shape} and {b.shape} do not broadcast.")
+    if not batch_axes_broadcast(ba, bb):
+        raise ShapeError(f"Error in matMul: the batch dimensions {ba} and {bb} of shapes "
+                         f"{a.shape} and {b.shape} do not broadcast.")
     return E.run_kernel(_mat_mul, (a, b), {"transpose_a": transpose_a,
                                            "transpose_b": transpose_b})
 

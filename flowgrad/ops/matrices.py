@@ -24,6 +24,7 @@ from ._core import (
     as_floats,
     as_int,
     as_tensor,
+    batch_axes_broadcast,
     cast,
     export,
     flag,
@@ -96,10 +97,9 @@ def _rhs(a, b, fn):
                          f"{list(b.shape)}); b must be (..., {n}, K) — a 1-D b of length {n} "
                          f"is a vector (NumPy 2's rule: b is a vector only when b.ndim == 1)")
     ba, bb = a.shape[:-2], b.shape[:-2]
-    for x, y in zip(reversed(ba), reversed(bb)):
-        if x != y and x != 1 and y != 1:
-            raise ShapeError(f"{fn}: the batch shapes {list(ba)} of a (shape {list(a.shape)}) "
-                             f"and {list(bb)} of b (shape {list(b.shape)}) do not broadcast")
+    if not batch_axes_broadcast(ba, bb):
+        raise ShapeError(f"{fn}: the batch shapes {list(ba)} of a (shape {list(a.shape)}) "
+                         f"and {list(bb)} of b (shape {list(b.shape)}) do not broadcast")
     return b, False
 
 
