@@ -317,7 +317,7 @@ def test_an_interrupted_threaded_replay_leaves_no_worker_writing(monkeypatch):
     monkeypatch.setattr(fusion, "BLOCK_BYTES", 1 << 12)         # many blocks a worker
     n = 40 * (1 << 10) + 7
     g = tf.grad(lambda t: (t.exp() * t.sin() + t * t).sum())
-    jg = tf.jit(g, threads=2)
+    jg = tf.jit(g, threads=2, backend="numpy")     # (fused chains; native: a few ulp off)
     xs = [tf.tensor(np.linspace(-1, 1, n).astype(np.float32) * (1 + k / 8))
           for k in range(4)]
     want = [g(x).numpy() for x in xs]
