@@ -6,6 +6,7 @@ import numpy as np
 
 import flowgrad as tf
 from flowgrad import tape
+from flowgrad.train import fused
 
 from . import peers
 from .timing import measure
@@ -248,6 +249,9 @@ def _mlp_flowgrad(x, y, params):
     return vs, opt, loss
 
 
+WARM_STEPS = 800
+
+
 def w2(reps, steps=200):
     """MLP 784-256-256-10, relu, softmax cross-entropy, batch 128, Adam 1e-3: the step
     eager (beside every peer), its two halves, and the whole step by tf.jit's NumPy replay
@@ -260,6 +264,12 @@ def w2(reps, steps=200):
             last_np = floor.step(x, y)
             last_fg = opt.minimize(loss, return_cost=True).item()
         np.testing.assert_allclose(last_fg, last_np, rtol=2e-3)
+        if NATIVE and fused.NATIVE_UPDATES == "auto":
+            # a training run's steady state: with numba installed, eager Adam updates
+            # compile once their NumPy steps have cost what compiling would
+            # (train/fused.py: ~500 of W2's steps the first time, fewer from the disk cache)
+            for _ in range(WARM_STEPS):
+                opt.minimize(loss)
         others = peers.w2_runs(x, y, params, _NumpyAdam, steps)    # (same rounds)
         t = measure({"fg": lambda: opt.minimize(loss), "np": lambda: floor.step(x, y),
                      **others}, reps, inner=5)

@@ -298,6 +298,26 @@ def expand(steps, meta):
     return out, meta
 
 
+def expanded_loop(kernels, results, n_in, n, dtype):
+    """One segment computing an expansion (``Primitive.expand``'s ``kernels`` and
+    ``results``, see ``expand``) on flat arrays of ``n`` > 1 elements of ``dtype``: its loop
+    takes the ``n_in`` inputs, then the expansion's numbers (scalars of the dtype), then an
+    output array per result. An optimizer's eager update runs it (train/fused.py)."""
+    dt = np.dtype(dtype)
+    n_numbers = 1 + max([r[1] for _, refs in kernels for r in refs if r[0] == "p"],
+                        default=-1)
+    base = n_in + n_numbers             # slots: inputs, numbers, then the kernels' results
+    meta = [((n,), dt)] * n_in + [((), dt)] * n_numbers
+    members = []
+    for k, (prim, refs) in enumerate(kernels):
+        args = tuple(("s", r[1] if r[0] == "in" else n_in + r[1] if r[0] == "p"
+                      else base + r[1]) for r in refs)
+        members.append(("k", prim, args, None, (base + k,)))
+        meta.append(((n,), dt))
+    return Segment(members, [("s", i) for i in range(base)], [base + k for k in results],
+                   n, dt, meta)
+
+
 # ---------------------------------------------------------------- segments
 
 def _size(shape):
@@ -692,6 +712,15 @@ class Segment:
         else:
             self.fn = fn
         return fn
+
+    def in_process(self):
+        """True when this process has the code a call would use now (compiled or loaded
+        for another segment of the same source)."""
+        parallel = self.threaded and (self.threads or fusion.get_jit_threads()) >= 2
+        if (self.pfn if parallel else self.fn) is not None:
+            return True
+        source = self.parallel_source() if parallel else self.source
+        return (source, self.dtype.str) in _compiled
 
     def compile(self):
         """The dispatcher a call would use now (compiled or loaded if needed)."""

@@ -9,6 +9,10 @@ import pytest
 # tf.jit's native code cache (flowgrad/jit_native_cache.py): a folder of this run's own,
 # not the user's ~/.cache (tests that check the cache set their own)
 os.environ.setdefault("FLOWGRAD_JIT_CACHE", tempfile.mkdtemp(prefix="flowgrad-jit-test-"))
+# eager optimizer updates as NumPy steps (flowgrad/train/fused.py): under "auto" whether a
+# test's update runs compiled would depend on what earlier tests compiled. The tests of
+# compiled updates ask for them; FLOWGRAD_NATIVE_UPDATES=always runs the suite with them
+os.environ.setdefault("FLOWGRAD_NATIVE_UPDATES", "0")
 
 if importlib.util.find_spec("array_api_strict") is not None:
     import strict_backend

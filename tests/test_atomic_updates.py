@@ -96,6 +96,14 @@ def reference(kind, step, warm=True):
         s.dispose()
 
 
+@pytest.fixture
+def compiled_updates(monkeypatch):
+    """Every eager update of arrays as its compiled loop (needs numba: the [jit] extra)."""
+    pytest.importorskip("numba", reason="compiled updates need numba: "
+                                        "pip install 'flowgrad[jit]'")
+    monkeypatch.setattr(fused, "NATIVE_UPDATES", "always")
+
+
 # ---------------------------------------------------------------- errors in the middle
 
 @pytest.mark.parametrize("kind", KINDS)
@@ -133,6 +141,26 @@ def fail_on_call(fn, k):
     return wrapped
 
 
+def check_failures(kind, warm, monkeypatch, ks, fail):
+    """For each k of ``ks``: ``fail(m, k)`` patches (in a monkeypatch context ``m``) what
+    raises Boom at the k-th variable's update; that step changes nothing, and the same step
+    again, unpatched, gives the state of a step that never failed."""
+    _, after = reference(kind, lambda s: s.opt.apply_gradients(s.pairs()), warm)
+    for k in ks:
+        s = Setup(kind, warm)
+        try:
+            before, mem = state(s.opt), counts()
+            with monkeypatch.context() as m:
+                fail(m, k)
+                with pytest.raises(Boom):
+                    s.opt.apply_gradients(s.pairs())
+            assert state(s.opt) == before and counts() == mem
+            s.opt.apply_gradients(s.pairs())      # the same step again, now whole
+            assert state(s.opt) == after
+        finally:
+            s.dispose()
+
+
 @pytest.mark.parametrize("fused_path", [True, False], ids=["fused", "op_by_op"])
 @pytest.mark.parametrize("kind", KINDS)
 @pytest.mark.parametrize("warm", [True, False], ids=["slots", "first_step"])
@@ -141,23 +169,26 @@ def test_an_error_in_the_middle_of_an_update_changes_nothing(kind, fused_path, w
     cls = type(MAKERS[kind]())
     if not fused_path:
         monkeypatch.setattr(optimizers, "_FUSED", {})
-    _, after = reference(kind, lambda s: s.opt.apply_gradients(s.pairs()), warm)
-    for k in (2, 3):                      # the second or third variable's update fails
-        s = Setup(kind, warm)
-        try:
-            before, mem = state(s.opt), counts()
-            with monkeypatch.context() as m:
-                if fused_path:
-                    m.setitem(optimizers._FUSED, cls, fail_on_call(optimizers._FUSED[cls], k))
-                else:
-                    m.setattr(cls, "update_rule", fail_on_call(cls.update_rule, k))
-                with pytest.raises(Boom):
-                    s.opt.apply_gradients(s.pairs())
-            assert state(s.opt) == before and counts() == mem
-            s.opt.apply_gradients(s.pairs())      # the same step again, now whole
-            assert state(s.opt) == after
-        finally:
-            s.dispose()
+
+    def fail(m, k):
+        if fused_path:
+            m.setitem(optimizers._FUSED, cls, fail_on_call(optimizers._FUSED[cls], k))
+        else:
+            m.setattr(cls, "update_rule", fail_on_call(cls.update_rule, k))
+    # the second or third variable's update fails
+    check_failures(kind, warm, monkeypatch, (2, 3), fail)
+
+
+@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("warm", [True, False], ids=["slots", "first_step"])
+def test_an_error_in_a_compiled_update_changes_nothing(kind, warm, compiled_updates,
+                                                       monkeypatch):
+    from flowgrad import jit_native
+
+    def fail(m, k):
+        m.setattr(jit_native.Segment, "run", fail_on_call(jit_native.Segment.run, k))
+    # the first or second variable's loop fails (the third is 0-d: NumPy scalars)
+    check_failures(kind, warm, monkeypatch, (1, 2), fail)
 
 
 # ---------------------------------------------------------------- interrupts anywhere
@@ -292,6 +323,14 @@ def test_an_interrupt_at_any_point_of_apply_gradients_is_all_or_nothing(kind):
 @pytest.mark.parametrize("kind", KINDS)
 def test_an_interrupt_at_every_point_of_apply_gradients_is_all_or_nothing(kind):
     _sweep_apply(kind, FULL.get(kind, 7))
+
+
+@pytest.mark.parametrize("kind", ["adam", "rmsprop_centered"])
+def test_an_interrupt_at_any_point_of_a_compiled_update_is_all_or_nothing(kind,
+                                                                           compiled_updates):
+    check_every_point(kind, lambda s: s.opt.apply_gradients(s.pairs()), stride=SAMPLED)
+    check_every_point(kind, lambda s: s.opt.apply_gradients(s.pairs()), warm=False,
+                      stride=SAMPLED)
 
 
 @pytest.mark.parametrize("kind", ["sgd", "adam", "rmsprop_centered"])
