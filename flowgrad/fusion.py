@@ -13,6 +13,9 @@ slicing differs. NumPy's ufunc loops compute each element independently of where
 starts or ends (SIMD tails included: tests/test_jit_fusion.py checks every fusable op), so
 fused results equal eager ones bit for bit, with any block size and thread count. No
 reduction is fused (a blockwise sum would change the summation order, hence the bits).
+Under tf.jit's native backend a chain may also hold compiled loops of its arithmetic
+kernels (jit_native's ``_split``), called on each block as a ufunc is: elementwise, exact
+arithmetic, so the same bits too.
 
 Threads: blocks are shared among ``threads`` workers (NumPy ufuncs release the GIL), each
 with its own block buffers and a contiguous range of blocks; the default is
@@ -162,7 +165,10 @@ def _work():
 
 
 def _fusable(st, meta, float_dtypes):
-    """(size, dtype) of an elementwise kernel that may join a fused chain, else None."""
+    """(size, dtype) of an elementwise kernel that may join a fused chain, else None: a
+    NumPy ufunc's, or a compiled segment's meant for a chain's blocks (jit_native._split)."""
+    if st[0] == "n" and st[1].blocked:
+        return st[1].n, st[1].dtype
     if st[0] != "k":
         return None
     prim, refs, attrs, outs = st[1], st[2], st[3], st[4]
@@ -212,7 +218,7 @@ def fuse(steps, meta, escape, threads=None):
                 close()
                 key = k
             chain.append((i, st))
-            made.add(st[4][0])
+            made.update(st[4])
             continue
         refs = st[2] if st[0] != "a" else (st[2],)      # (a native segment's: a tuple)
         if chain and (any(r[0] == "s" and r[1] in made for r in refs) or st[0] == "cb" or
@@ -242,8 +248,8 @@ def run_boundary(members, indices, readers, escape):
     """``(inputs, outputs)`` of a run of kernel steps (``indices``: their places in the
     replay) made one step: the references it reads from outside, each once, and its results
     read after it (or returned, or assigned to a variable)."""
-    made = {st[4][0] for st in members}
-    outs = tuple(s for s in (st[4][0] for st in members)
+    made = {o for st in members for o in st[4]}
+    outs = tuple(s for st in members for s in st[4]
                  if s in escape or any(j not in indices for j in readers.get(s, ())))
     ins, seen = [], set()
     for st in members:
@@ -271,7 +277,8 @@ class FusedChain:
         size = BLOCK_BYTES * (1 if (threads or THREADS) <= 1 else THREADS_BLOCK_FACTOR)
         self.block = max(1, size // np.dtype(dtype).itemsize)
         self.ins, self.outs, self.full = ins, outs, full     # full: sliced per block
-        self.names = [st[1].name for st in members]
+        self.names = [st[1].name if st[0] == "k" else "+".join(st[1].names)
+                      for st in members]
         self._tmp_cache = {}       # worker -> its block buffers, made on first use
         self._gen = 0              # calls so far, and interrupted ones again (see _settle)
         self._running = set()      # the workers running now
@@ -374,6 +381,26 @@ def _compile(members, ins, full, outs, block):
     free, n_tmp, body = [], 0, []
     tmp_of = {}
     for m, st in enumerate(members):
+        if st[0] == "n":        # a compiled loop (jit_native.Segment.blocked) on the block
+            seg, refs = st[1], st[2]
+            args = seg.block_args([name[ref_key(r)] for r in refs])
+            targets = []
+            for o in st[4]:     # (outputs first, then the inputs dying here are freed)
+                if o in out_pos:
+                    pre.append(f"y{out_pos[o]} = o{out_pos[o]}[a:b]")
+                    targets.append(f"y{out_pos[o]}")
+                else:
+                    t = free.pop() if free else n_tmp
+                    n_tmp = max(n_tmp, t + 1)
+                    tmp_of[o] = t
+                    targets.append(f"t{t}")
+                name[("s", o)] = targets[-1]
+            ns[f"u{m}"] = seg.dispatcher(False)
+            body.append(f"u{m}({', '.join(args + targets)})")
+            for s in dict.fromkeys(r[1] for r in refs if r[0] == "s" and r[1] in tmp_of and
+                                   last[r[1]] == m):
+                free.append(tmp_of.pop(s))
+            continue
         prim, refs, o = st[1], st[2], st[4][0]
         fn = getattr(E.B, prim.ufunc)
         # a composite's ufunc steps (backends/ext_math.py) are written inline

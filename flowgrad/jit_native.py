@@ -14,7 +14,10 @@ form, integer kernels) stays a step of the NumPy replay, which calls the compile
 in order. A measured cost model keeps a segment on NumPy where NumPy's vectorised loops
 beat numba's scalar libm calls (large blocks of exp, log, sin, tanh...); NumPy's side of it
 is measured on the machine (numpy_ns), and a float32 loop over large arrays computes exp,
-sin, cos and tanh inline as vectorised float64 arithmetic (flowgrad/native_math.py). A segment whose
+sin, cos and tanh inline as vectorised float64 arithmetic (flowgrad/native_math.py). A run
+large enough for the NumPy replay's fused chains that stays on NumPy (its libm functions
+are faster there) keeps its chain of cache-sized blocks, and its runs of arithmetic become
+loops called on each block (``_split``, fusion.py). A segment whose
 loop pays for threads (PARALLEL_US each) runs it on tf.jit(threads=) / tf.get_jit_threads()
 threads (numba.prange; elementwise: the same bits for any count), a smaller one on the
 calling thread. Compiled code is saved to disk and loaded by later processes instead of
@@ -545,6 +548,8 @@ class Segment:
 
     def __init__(self, members, ins, outs, n, dtype, meta, threads=None, grid=None):
         self.names = [st[1].name for st in members]
+        self.members = members
+        self.blocked = False            # its loop runs on a fused chain's blocks (_split)
         self.grid = grid                # (shape, m): inputs broadcast along rows (_inner)
         self.threads = threads          # tf.jit(threads=), else tf.get_jit_threads()
         self.ins, self.outs, self.n, self.dtype = ins, outs, n, dtype
@@ -643,6 +648,14 @@ class Segment:
         lines.append(f"{ind}if bad != 0:")
         lines += [ind + x for x in _loop(bool(rows), loads + body + stores)]
         return "\n".join(lines)
+
+    def block_args(self, names):
+        """The arguments (source) of a call of this segment's serial loop on one block of a
+        fused chain (fusion.py), given the chain's names of its inputs (a block, or a
+        one-element array); its outputs' blocks follow them."""
+        return [names[j] if full else f"{names[j]}.reshape(-1)[0]"
+                for j, (r, full) in enumerate(zip(self.ins, self.full))
+                if not (r[0] == "c" and not full)]
 
     def costs(self):
         """(NumPy, native) estimated microseconds per call."""
@@ -852,7 +865,7 @@ class Lowering:
             if run:
                 seg = _segment(run, readers, escape, key, grid, meta, self.threads)
                 # (decided below, once every segment is known: see _worth_compiling)
-                out.append(("?", seg, [st for _, st in run]))
+                out.append(("?", seg, list(run)))
                 plan.append(seg)
             run.clear()
             made.clear()
@@ -881,7 +894,16 @@ class Lowering:
             if c == NO_FORM:
                 missing.setdefault(st[1].name, (self.sites or {}).get(st[4][0]))
         close()
-        chosen = _worth_compiling([st[1] for st in out if st[0] == "?"])
+        candidates = [st[1] for st in out if st[0] == "?"]
+        chosen = _worth_compiling(candidates)
+        # a run of a fused chain's size left to NumPy (its libm functions are faster
+        # there): its runs of arithmetic compiled, called on the chain's blocks
+        split = {seg: _split(run, readers, escape, meta)
+                 for seg, run in ((st[1], st[2]) for st in out if st[0] == "?")
+                 if seg not in chosen and seg.grid is None and
+                 seg.n * seg.dtype.itemsize >= fusion.FUSE_MIN_BYTES}
+        parts = [p for ps in split.values() for p in ps if type(p) is Segment]
+        inner = _worth_compiling(parts)
         steps_out, segments = [], []
         for st in out:
             if st[0] != "?":
@@ -890,17 +912,32 @@ class Lowering:
                 steps_out.append(("n", st[1], st[1].ins, None, st[1].outs))
                 segments.append(st[1])
             else:
-                steps_out.extend(st[2])
-        for k, entry in enumerate(plan):
+                for p in split.get(st[1], st[2]):       # (segments, or (index, step))
+                    if type(p) is not Segment:
+                        steps_out.append(p[1])
+                    elif p in inner:
+                        steps_out.append(("n", p, p.ins, None, p.outs))
+                        segments.append(p)
+                    else:
+                        steps_out.extend(p.members)
+        for k, entry in reversed(list(enumerate(plan))):
             if isinstance(entry, Segment):
                 seg = entry
                 if seg in chosen:
                     plan[k] = ("native", seg.names, f"{seg.n} {seg.dtype} element" +
                                ("s" if seg.n != 1 else ""))
-                else:
-                    numpy, native = seg.costs()
-                    why = COST if native > numpy else SMALL_GAIN
-                    plan[k:k + 1] = [("numpy", [name], why) for name in seg.names]
+                    continue
+                numpy, native = seg.costs()
+                why = COST if native > numpy else SMALL_GAIN
+                lines = []
+                for p in split.get(seg, [(None, st) for st in seg.members]):
+                    if type(p) is Segment and p in inner:
+                        lines.append(("native", p.names, f"{p.n} {p.dtype} elements, on "
+                                                         f"the blocks of a fused chain"))
+                    else:
+                        lines += [("numpy", [st[1].name], why) for st in
+                                  (p.members if type(p) is Segment else [p[1]])]
+                plan[k:k + 1] = lines
         out = steps_out
         self.plan, self.segments = plan, segments
         if self.mode == "native" and missing and not self.warned:
@@ -942,8 +979,9 @@ def _numpy_alone(st, c, meta):
     """True when a kernel that may join a segment is cheaper as a NumPy step by itself
     than inside a compiled loop (a libm function NumPy vectorises: sin, exp, tanh on a
     thousand values), on arrays too small for fused chains (fusion.FUSE_MIN_BYTES: above,
-    a run is taken or left whole, so that the chains keep their blocks in cache). It then
-    splits the run: the arithmetic around it is compiled, it runs on NumPy."""
+    a run is compiled whole or stays a fused chain, whose blocks stay in cache, with its
+    arithmetic compiled on the blocks: _split). It then splits the run: the arithmetic
+    around it is compiled, it runs on NumPy."""
     n, dt = c[0], c[1]
     if n == 1 or n * dt.itemsize >= fusion.FUSE_MIN_BYTES:
         return False
@@ -985,3 +1023,34 @@ def _segment(run, readers, escape, key, grid, meta, threads=None):
     members = [st for _, st in run]
     ins, outs = fusion.run_boundary(members, {i for i, _ in run}, readers, escape)
     return Segment(members, ins, outs, key[0], key[1], meta, threads, grid)
+
+
+def _split(run, readers, escape, meta):
+    """A run as its kernels that call libm (sqrt aside), each ``(index, step)``, and
+    Segments of the runs of two or more others between them, marked ``blocked``: their
+    loops run on a fused chain's blocks (fusion.py), beside NumPy's vectorised functions."""
+    out, part = [], []
+
+    def close():
+        if len(part) >= 2:
+            st = part[0][1]
+            seg = _segment(part, readers, escape, (_size(meta[st[4][0]][0]),
+                                                   meta[st[4][0]][1]), None, meta)
+            seg.blocked, seg.threaded = True, False    # (the chain shares blocks out)
+            out.append(seg)
+        else:
+            out.extend(part)
+        part.clear()
+    for i, st in run:
+        expr = native_expr(st[1], [f"a{k}" for k in range(len(st[2]))],
+                           [_number(r, meta[st[4][0]][1]) for r in st[2]], st[3])
+        if any(f != "sqrt" for f in libm_calls(expr)):
+            # (it runs before the open part when it reads none of its results: W3's x * 2
+            # joins the arithmetic after sin's gradient)
+            if any(r[0] == "s" and r[1] == p[4][0] for r in st[2] for _, p in part):
+                close()
+            out.append((i, st))
+            continue
+        part.append((i, st))
+    close()
+    return out

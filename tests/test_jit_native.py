@@ -421,10 +421,41 @@ def test_a_libm_kernel_numpy_vectorises_splits_a_run_on_small_arrays(table_costs
     assert "native  3 kernels in one loop over 1000 float32 elements: Multiply x2, TanhGrad" \
         in text
     assert_ulps(r["native"], r["numpy"], 0, "arithmetic compiled, libm on NumPy")
-    # above fusion's size, a run is taken or left whole (fused chains keep blocks in cache)
-    big = tf.jit(lambda x: (x * 1.01 + 0.1).sin() * 2 + 1, backend="native")
-    big(tf.ones([1 << 20]))
-    assert "native  " not in big.explain()
+    # above fusion's size the run stays one fused chain of cache-sized blocks: sin on
+    # NumPy, the arithmetic on each side of it compiled and called on every block
+    def f(x):
+        return (x * 1.01 + 0.1).sin() * 2 + 1
+    big, ref = tf.jit(f, backend="native"), tf.jit(f, backend="numpy")
+    x = tf.tensor(np.linspace(-3, 3, 1 << 20).astype(np.float32))
+    got, want = big(x).numpy(), ref(x).numpy()
+    text = big.explain()
+    assert text.count("native  2 kernels in one loop over 1048576 float32 elements, on the "
+                      "blocks of a fused chain: Multiply, Add") == 2, text
+    assert "numpy   Sin: cost model" in text
+    assert_ulps(got, want, 0, "arithmetic compiled on the blocks, sin on NumPy")
+
+
+@needs_numba
+@pytest.mark.parametrize("threads", [1, 2])
+def test_compiled_loops_on_a_chains_blocks_read_scalars_and_feed_numpy(table_costs, threads):
+    # a loop on the blocks reads a scalar the program computed (the mean), and gives two
+    # results: one that NumPy's exp reads in the chain, one that leaves it; on one thread
+    # and on two (the chain's blocks split between workers): the NumPy replay's bits
+    def f(x):
+        s = x.mean()
+        a = x * s + 0.5
+        b = a * a - x
+        return (a.exp() * b + b * 3, a)
+    x = tf.tensor(np.linspace(-2, 2, 1 << 20).astype(np.float32))
+    native = tf.jit(f, backend="native", threads=threads)
+    ref = tf.jit(f, backend="numpy", threads=threads)
+    for _ in range(2):
+        got, want = native(x), ref(x)
+        for g, w in zip(got, want):
+            assert_ulps(g.numpy(), w.numpy(), 0, "compiled on blocks")
+    text = native.explain()
+    assert "on the blocks of a fused chain: Multiply x2, Add, Sub" in text, text
+    assert "numpy   Exp" in text
 
 
 # ---------------------------------------------------------------- auto
