@@ -90,6 +90,7 @@ from . import jit_native as jit_native
 from .jacobians import jvp as jvp
 from .scopes import keep as keep
 from .scopes import memory as memory
+from . import native_costs as native_costs
 from . import native_math as native_math
 from . import numpy_arrays as numpy_arrays
 from . import numpy_functions as numpy_functions

@@ -318,7 +318,7 @@ class Entry:
 
 
 def costs_path() -> str | None:
-    """The file of the cost model's measurements on this machine (jit_native.numpy_ns), in
+    """The file of the cost model's measurements on this machine (native_costs.numpy_ns), in
     the cache folder: one per CPU, NumPy and Python, so that every process on a machine
     plans a program alike (and finds its segments in the cache); None when the cache is
     off."""

@@ -16,7 +16,7 @@ import pytest
 
 import flowgrad as tf
 from flowgrad import engine as E
-from flowgrad import jit_native
+from flowgrad import jit_native, native_costs
 from flowgrad.ops import PRIMITIVES
 
 needs_numba = pytest.mark.extra("numba", "jit")
@@ -34,7 +34,7 @@ ATTRS = {"LeakyRelu": {"alpha": 0.2}, "ClipByValue": {"lo": -0.5, "hi": 0.7},
 def always_native(monkeypatch):
     """Every segment compiled, whatever the cost model says (the tests check results):
     compiled calls cost nothing, and no libm kernel splits a run."""
-    monkeypatch.setattr(jit_native, "NATIVE_CALL_US", -1e9)
+    monkeypatch.setattr(native_costs, "NATIVE_CALL_US", -1e9)
     monkeypatch.setattr(jit_native, "_numpy_alone", lambda st, c, meta: False)
 
 
@@ -42,7 +42,7 @@ def always_native(monkeypatch):
 def table_costs(monkeypatch):
     """NumPy's libm costs from the model's table (measured on the development machine's
     AVX-512 Xeon) instead of this machine's: the cost model's decisions as written."""
-    monkeypatch.setattr(jit_native, "numpy_ns", lambda f, dtype, default: default)
+    monkeypatch.setattr(native_costs, "numpy_ns", lambda f, dtype, default: default)
 
 
 def native_segments(jf):
@@ -59,7 +59,7 @@ def _exact(prim):
     are NumPy's bits); Pow's form depends on its exponent (libm's pow otherwise)."""
     n = _arity(prim)        # (no constants: Pow's form is then libm's pow)
     expr = jit_native.native_expr(prim, list("ab"[:n]), [None] * n, ATTRS.get(prim.name))
-    return not jit_native.transcendental(expr)
+    return not native_costs.transcendental(expr)
 
 
 def sample(rng, n, dtype, specials=True):
@@ -156,7 +156,7 @@ def test_native_forms_are_expressions_of_the_operands(prim):
         expr = jit_native.native_expr(prim, args, [c] * len(args), ATTRS.get(prim.name))
         code = compile(expr, "<native>", "eval")
         assert set(code.co_names) <= {"T", "math", "np", "abs", *args} | \
-            set(jit_native.libm_calls(expr)) | set(re.findall(r"np\.(\w+)\(", expr)), \
+            set(native_costs.libm_calls(expr)) | set(re.findall(r"np\.(\w+)\(", expr)), \
             (prim.name, expr)
 
 

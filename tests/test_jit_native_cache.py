@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 
 import flowgrad as tf
-from flowgrad import jit_native
+from flowgrad import jit_native, native_costs
 from flowgrad import jit_native_cache as cache
 
 needs_numba = pytest.mark.extra("numba", "jit")
@@ -28,7 +28,7 @@ PROLOGUE = """
 import json, os, sys, threading, time
 import numpy as np
 import flowgrad as tf
-from flowgrad import jit_native, jit_native_cache as cache
+from flowgrad import jit_native, jit_native_cache as cache, native_costs
 from numba.core import event
 
 compiles = []
@@ -45,7 +45,7 @@ class Count(event.Listener):
 event.register("numba:compile", Count())
 # every segment that runs faster compiled is compiled, however little it saves (the cost
 # model's compile payback aside: these are the cache's tests)
-jit_native.PAYBACK_CALLS = 10 ** 12
+native_costs.PAYBACK_CALLS = 10 ** 12
 
 
 def programs():
@@ -289,7 +289,7 @@ def test_auto_knows_a_cached_program_loads_fast(fresh):
     g = tf.jit(fn)
     g(x)
     cached = next(iter(g.traces.values())).pending
-    load = sum(jit_native.LOAD_S[0] + jit_native.LOAD_S[1] * len(s.names)
+    load = sum(native_costs.LOAD_S[0] + native_costs.LOAD_S[1] * len(s.names)
                for s in next(iter(g.traces.values())).lowering.segments)
     assert cached == pytest.approx(load) and cached < uncached / 10, (cached, uncached)
 
@@ -299,7 +299,7 @@ def test_auto_knows_a_cached_program_loads_fast(fresh):
 # a segment on threads: every array segment pays for them here (PARALLEL_US tiny), numba
 # and flowgrad told to use 2 threads (whatever cores the test may run on)
 THREADS = """
-jit_native.PARALLEL_US = 1e-3
+native_costs.PARALLEL_US = 1e-3
 n = 1 << 16
 x = tf.tensor(np.linspace(-3, 3, n, dtype=np.float32))
 f = tf.jit(lambda x: (x * 2.5 + x * x - 1) * (x - 0.5), backend="native")

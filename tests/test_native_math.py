@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import flowgrad as tf
-from flowgrad import fusion, jit_native, native_math
+from flowgrad import fusion, jit_native, native_costs, native_math
 from test_jit_native import (NATIVE, _arity, always_native, assert_ulps,  # noqa: F401
                              close, kernel_fn, native_segments, ulp_distance)
 
@@ -160,44 +160,44 @@ def test_small_loops_and_float64_call_libm():
 def test_numpys_costs_are_measured_once_per_machine(monkeypatch, tmp_path):
     from flowgrad import jit_native_cache
     monkeypatch.setenv("FLOWGRAD_JIT_CACHE", str(tmp_path))
-    monkeypatch.setattr(jit_native, "_measured", None)
+    monkeypatch.setattr(native_costs, "_measured", None)
     f32 = np.dtype(np.float32)
-    ns = jit_native.numpy_ns("exp", f32, 123.0)
+    ns = native_costs.numpy_ns("exp", f32, 123.0)
     assert 0 < ns < 1000 and ns != 123.0
     assert jit_native_cache.load_costs() == {"exp <f4": ns}
-    assert jit_native.numpy_ns("erf", f32, 40.9) == 40.9           # (no such ufunc)
+    assert native_costs.numpy_ns("erf", f32, 40.9) == 40.9           # (no such ufunc)
 
     # another process on this machine: the same number, not measured again
     def measure(*args):
         raise AssertionError("measured again")
-    monkeypatch.setattr(jit_native, "_measured", None)
-    monkeypatch.setattr(jit_native, "_measure", measure)
-    assert jit_native.numpy_ns("exp", f32, 123.0) == ns
+    monkeypatch.setattr(native_costs, "_measured", None)
+    monkeypatch.setattr(native_costs, "_measure", measure)
+    assert native_costs.numpy_ns("exp", f32, 123.0) == ns
     # a garbled file is measured again; a cache turned off measures per process
     path = jit_native_cache.costs_path()
     with open(path, "w") as f:
         f.write('{"exp <f4": "fast", ')
     monkeypatch.undo()
     monkeypatch.setenv("FLOWGRAD_JIT_CACHE", str(tmp_path))
-    monkeypatch.setattr(jit_native, "_measured", None)
-    assert jit_native.numpy_ns("exp", f32, 123.0) > 0
+    monkeypatch.setattr(native_costs, "_measured", None)
+    assert native_costs.numpy_ns("exp", f32, 123.0) > 0
     assert "exp <f4" in jit_native_cache.load_costs()
     monkeypatch.setenv("FLOWGRAD_JIT_CACHE", "0")
-    monkeypatch.setattr(jit_native, "_measured", None)
-    assert jit_native.numpy_ns("sin", f32, 123.0) > 0 and jit_native_cache.costs_path() is None
+    monkeypatch.setattr(native_costs, "_measured", None)
+    assert native_costs.numpy_ns("sin", f32, 123.0) > 0 and jit_native_cache.costs_path() is None
 
 
 @needs_numba
 def test_where_numpys_functions_are_slow_the_block_compiles_inline(monkeypatch):
     # the AVX2 EPYC: NumPy's float32 exp 5.5 ns a value, sin 2.0, tanh 2.9
     slow = {"exp": 5.5, "sin": 2.0, "tanh": 2.9}
-    monkeypatch.setattr(jit_native, "numpy_ns", lambda f, dtype, default: slow.get(f, default))
+    monkeypatch.setattr(native_costs, "numpy_ns", lambda f, dtype, default: slow.get(f, default))
     big = tf.tensor(np.linspace(-1, 1, BIG, dtype=np.float32))
     f = tf.jit(lambda x: x.sin().exp().tanh(), backend="native")
     f(big)
     assert "native  3 kernels in one loop" in f.explain(), f.explain()
     # the Xeon's (0.45, 0.39, 0.2 ns): NumPy's loops
-    monkeypatch.setattr(jit_native, "numpy_ns", lambda f, dtype, default: default)
+    monkeypatch.setattr(native_costs, "numpy_ns", lambda f, dtype, default: default)
     g = tf.jit(lambda x: x.sin().exp().tanh(), backend="native")
     g(big)
     assert "native  " not in g.explain(), g.explain()

@@ -29,7 +29,7 @@ import numpy as np
 
 from .. import buffer_pool as _pool
 from .. import engine as E
-from .. import jit_native
+from .. import jit_native, native_costs
 from ..batching import loop
 from ..errors import JitError
 from ..ops import PRIMITIVES
@@ -337,7 +337,7 @@ class _Loop:
         if NATIVE_UPDATES != "always" and not self.segment.in_process():
             if self.cost is None:       # (estimated once: it looks at the disk cache)
                 self.cost = self.segment.build_seconds() + \
-                    (0.0 if "numba" in sys.modules else jit_native.IMPORT_S)
+                    (0.0 if "numba" in sys.modules else native_costs.IMPORT_S)
             if self.spent < self.cost:
                 return False
         if not _compiling.acquire(blocking=False):
