@@ -196,3 +196,19 @@ def test_the_environment_sets_the_mode(value, mode):
     assert run.stdout.strip() == mode
     # (a value it does not know says so, naming those it knows)
     assert ("none of 0, off, auto, always" in run.stderr) == (value == "yes"), run.stderr
+
+
+def test_an_optimizer_whose_updates_were_compiled_is_freed(loops_run):
+    import gc
+    import weakref
+    fused.NATIVE_UPDATES = "always"
+    v = tf.variable(tf.tensor(np.ones((4, 3), "float32")))
+    opt = tf.train.adam(0.1)
+    opt.minimize(lambda: (v * v).sum())
+    assert loops_run[0] == 1
+    ref = weakref.ref(opt)
+    opt.dispose()
+    del opt
+    gc.collect()
+    assert ref() is None        # (nothing the compiled update keeps holds it)
+    v.dispose()

@@ -67,7 +67,7 @@ def _update(B, w, g, slots, rule, opt):
                 new = rule(B, opt, w, g, slots, lr, t)
                 loop.spent += time.perf_counter() - t0
                 return new
-            new = loop.run(numbers, w, g, slots)
+            new = loop.run(numbers, opt, w, g, slots)
             if new is not None:
                 return new
             _EXPANDED[opt].pop((rule, 2 + len(slots)), None)
@@ -351,12 +351,12 @@ class _Loop:
             _compiling.release()
         return True
 
-    def run(self, numbers, w, g, slots):
+    def run(self, numbers, opt, w, g, slots):
         """The new values of the variable and its slots, in fresh (pooled) arrays; None
         when the optimizer's settings changed since ``numbers`` was made (it raises
         JitError, naming them): then the NumPy steps, this time."""
         try:
-            numbers = numbers()
+            numbers = numbers(opt)
         except JitError:
             return None
         t = w.dtype.type
@@ -373,8 +373,8 @@ class _Loop:
 
 def _native_loop(w, g, slots, rule, opt):
     """``(loop, numbers)``: the _Loop of this update (made on first use) and the function
-    of the optimizer giving its numbers now; ``(None, None)`` where the rule does not
-    expand or the arrays are not all of the variable's float dtype and shape."""
+    giving the optimizer's numbers now (``numbers(opt)``); ``(None, None)`` where the rule
+    does not expand or the arrays are not all of the variable's float dtype and shape."""
     dt, shape = w.dtype, w.shape
     if dt.kind != "f" or g.dtype != dt or g.shape != shape or \
             any(s.dtype != dt or s.shape != shape for s in slots):
@@ -387,8 +387,9 @@ def _native_loop(w, g, slots, rule, opt):
     entry = known.get((rule, n_in), False)
     if entry is False:
         x = expand({"rule": rule, "opt": opt}, n_in)
+        # (the numbers' function without the optimizer: held here, it would keep it alive)
         entry = known[(rule, n_in)] = None if x is None else \
-            (x[0], (tuple(x[1]), tuple(x[2]), n_in))
+            (x[0].func, (tuple(x[1]), tuple(x[2]), n_in))
     if entry is None:
         return None, None
     numbers, key = entry
