@@ -168,7 +168,8 @@ def _fusable(st, meta, float_dtypes):
     """(size, dtype) of an elementwise kernel that may join a fused chain, else None: a
     NumPy ufunc's, or a compiled segment's meant for a chain's blocks (jit_native._split)."""
     if st[0] == "n" and st[1].blocked:
-        return st[1].n, st[1].dtype
+        # (not on variables, as ufuncs are not: the chain is made for the traced sizes)
+        return None if any(r[0] == "v" for r in st[2]) else (st[1].n, st[1].dtype)
     if st[0] != "k":
         return None
     prim, refs, attrs, outs = st[1], st[2], st[3], st[4]

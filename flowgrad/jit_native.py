@@ -802,8 +802,9 @@ class Lowering:
                 lines = []
                 for p in split.get(seg, [(None, st) for st in seg.members]):
                     if type(p) is Segment and p in inner:
-                        lines.append(("native", p.names, f"{p.n} {p.dtype} elements, on "
-                                                         f"the blocks of a fused chain"))
+                        lines.append(("native", p.names, f"{p.n} {p.dtype} elements" +
+                                      (", on the blocks of a fused chain" if p.blocked
+                                       else "")))
                     else:
                         lines += [("numpy", [st[1].name], why) for st in
                                   (p.members if type(p) is Segment else [p[1]])]
@@ -892,7 +893,10 @@ def _split(run, readers, escape, meta):
             st = part[0][1]
             seg = _segment(part, readers, escape, (_size(meta[st[4][0]][0]),
                                                    meta[st[4][0]][1]), None, meta)
-            seg.blocked, seg.threaded = True, False    # (the chain shares blocks out)
+            # (a loop reading a variable runs whole, as fused chains take no variable: the
+            # chain is made for the traced sizes)
+            if not any(r[0] == "v" for st in seg.members for r in st[2]):
+                seg.blocked, seg.threaded = True, False    # (the chain shares blocks out)
             out.append(seg)
         else:
             out.extend(part)

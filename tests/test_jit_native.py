@@ -458,6 +458,32 @@ def test_compiled_loops_on_a_chains_blocks_read_scalars_and_feed_numpy(table_cos
     assert "numpy   Exp" in text
 
 
+@needs_numba
+def test_a_loop_reading_a_variable_runs_whole_beside_a_chain(table_costs):
+    # fused chains take no variable (they are made for the traced sizes): the arithmetic
+    # that reads one is a loop over the whole array, the rest stays on the chain's blocks;
+    # the NumPy replay's bits, before and after the variable is assigned
+    v = tf.variable(tf.tensor(np.linspace(0, 1, 1 << 20).astype(np.float32)))
+    try:
+        def f(x):
+            a = x * v + 0.5
+            b = a * a - v
+            return a.exp() * b + b * 3
+        x = tf.tensor(np.linspace(-2, 2, 1 << 20).astype(np.float32))
+        native, ref = tf.jit(f, backend="native"), tf.jit(f, backend="numpy")
+        for value in (None, np.linspace(1, 2, 1 << 20).astype(np.float32)):
+            if value is not None:
+                v.assign(tf.tensor(value))
+            assert_ulps(native(x).numpy(), ref(x).numpy(), 0, "a variable's loop")
+        text = native.explain()
+        assert "native  4 kernels in one loop over 1048576 float32 elements: Multiply x2, " \
+            "Add, Sub" in text, text
+        assert "1048576 float32 elements, on the blocks of a fused chain: Multiply x2, Add" \
+            in text, text
+    finally:
+        v.dispose()
+
+
 # ---------------------------------------------------------------- auto
 
 @needs_numba

@@ -288,13 +288,13 @@ def _changed(reads, flags, opt, t, lr):
 # ---------------------------------------------------------------- the update, native (eager)
 # Where numba is installed (flowgrad[jit]), an update of arrays on the NumPy backend runs as
 # one compiled loop: the expansion above, compiled by jit_native, one pass over the arrays
-# instead of one NumPy call (and one trip through memory) per operation: W2's Adam step on
-# its 784x256 weights took 0.82 ms as NumPy steps and 0.29 ms compiled, the same bits
-# (tests/test_native_updates.py). As tf.jit's "auto" backend it compiles a loop only once
-# the NumPy updates it would replace have taken as long as compiling it is estimated to take
-# (jit_native's cost model: ~1 s the first time, a few ms from the disk cache): a script of
-# a few steps never pays for it. FLOWGRAD_NATIVE_UPDATES=0 turns it off; "always" compiles
-# at the first update (tests, benchmarks).
+# instead of one NumPy call (and one trip through memory) per operation: W2's Adam update
+# is 0.70-0.76x its in-place NumPy floor compiled, 1.31-1.35x as NumPy steps (python -m
+# bench W2, "W2 update"), the same bits (tests/test_native_updates.py). As tf.jit's "auto"
+# backend it compiles a loop only once the NumPy updates it would replace have taken as long
+# as compiling it is estimated to take (native_costs: ~1 s the first time, a few ms from
+# the disk cache): a script of a few steps never pays for it. FLOWGRAD_NATIVE_UPDATES=0
+# turns it off; "always" compiles at the first update (tests, benchmarks).
 #
 # NOTE: the same bits because each element goes through the rule's operations in its order,
 # each an IEEE operation of the dtype (numba contracts nothing into fused multiply-adds
