@@ -136,7 +136,8 @@ def shift(a, nb):
 # ---------------------------------------------------------------- the kernel seam
 
 _inner = None               # the run_kernel the batched one wraps (engine's, or a seam's)
-_users = 0                  # active vmaps and backward passes over batched nodes
+# active vmaps and backward passes over batched nodes (tf.jit's call reads it: no call frame)
+users = 0
 _lock = threading.Lock()
 renew_after_fork(globals(), "_lock", threading.Lock)     # (flowgrad/after_fork.py)
 _warned = set()
@@ -144,23 +145,23 @@ _warned = set()
 
 def activate():
     """Route every kernel call through run_batched (nestable; see deactivate)."""
-    global _users
+    global users
     with _lock:
-        if _users == 0:
+        if users == 0:
             interceptors.set_layer("batch", run_batched, link=_link)
-        _users += 1
+        users += 1
 
 
 def active():
     """True while some vmap or backward pass over batched nodes is routing kernels here."""
-    return _users != 0
+    return users != 0
 
 
 def deactivate():
-    global _inner, _users
+    global _inner, users
     with _lock:
-        _users -= 1
-        if _users == 0:
+        users -= 1
+        if users == 0:
             interceptors.set_layer("batch", None)
             _inner = None
 

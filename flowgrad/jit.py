@@ -203,7 +203,10 @@ class _Program:
     chains' blocks), so two threads must never run the same one at once: each call takes
     a replay no call is running, compiling another (with its own buffers) when every one
     is busy, and puts it back when done. Calls from three threads used to share one, and
-    107-114 of 120 returned wrong values (tests/test_engine_state.py).
+    107-114 of 120 returned wrong values (tests/test_engine_state.py). A replay with no
+    buffer of its own (no pooled or recycled output, fused chain, compiled segment or
+    callback: a program of small values, as a tiny training step) is run directly by any
+    number of threads at once, in each thread's quiet context (float_errors.quiet_context).
 
     Backends: "numpy" replays every kernel as a NumPy call; "native" compiles the replay's
     elementwise segments with numba now (flowgrad/jit_native.py); "auto" (with numba
@@ -233,29 +236,54 @@ class _Program:
             _plan(trace, out_refs, self.lowering)
             if self.lowering.segments:
                 self.pending = self.lowering.compile_seconds()
+        # a replay with no buffer of its own (a program of small values) serves every thread
+        # at once: no replay taken from _idle and put back (never while replays are timed)
+        self._direct = self.fn if self.namespace["__reentrant__"] and self.pending is None \
+            else None
 
     def __call__(self, arrays):
-        pending = self.pending          # (auto, before compiling: replays are timed)
-        if pending is not None:
-            t0 = time.perf_counter()
-        idle = self._idle
-        try:
-            fn = idle.pop()
-        except IndexError:          # every replay is running in another thread
-            fn = _compile(*self._spec)[0]
+        direct = self._direct
         # (kernels return -Inf/NaN silently, as in eager runs; float_errors' primitives
         # inline: W5's whole step is ~2 µs, each call frame ~0.07)
-        q = _fpe_saved()
-        try:
-            _fpe_put(_QUIET)
-            outs = fn(arrays)
-        finally:
-            _fpe_put(q)
-            idle.append(fn)         # (an interrupt before this only loses a replay)
-        if pending is not None:
-            self.spent += time.perf_counter() - t0
-            if self.spent >= pending:
-                self._go_native()
+        if direct is not None:
+            if _fpe_saved() is _QUIET:
+                outs = direct(arrays)
+            else:
+                # in this thread's quiet context: a replay of kernels reads no other
+                # context variable (one with a callback is never direct)
+                st = LOCAL.s
+                ctx = st.quiet
+                if ctx is None:
+                    ctx = st.quiet = float_errors.quiet_context()
+                if ctx is not None:
+                    outs = ctx.run(direct, arrays)
+                else:
+                    q = _fpe_saved()
+                    try:
+                        _fpe_put(_QUIET)
+                        outs = direct(arrays)
+                    finally:
+                        _fpe_put(q)
+        else:
+            pending = self.pending          # (auto, before compiling: replays are timed)
+            if pending is not None:
+                t0 = time.perf_counter()
+            idle = self._idle
+            try:
+                fn = idle.pop()
+            except IndexError:          # every replay is running in another thread
+                fn = _compile(*self._spec)[0]
+            q = _fpe_saved()
+            try:
+                _fpe_put(_QUIET)
+                outs = fn(arrays)
+            finally:
+                _fpe_put(q)
+                idle.append(fn)         # (an interrupt before this only loses a replay)
+            if pending is not None:
+                self.spent += time.perf_counter() - t0
+                if self.spent >= pending:
+                    self._go_native()
         if outs is None:            # a name it read by now holds another tensor (or none)
             self.watch.fail()       # (raises, naming it)
         if not outs and self.template[0] == "X":
@@ -280,9 +308,11 @@ class _Program:
                 self.lowering.failed = f"{type(e).__name__}: {e}"
                 self.pending = None
                 return
+            self._direct = None     # (first: no call may take the new fn as direct)
             self._spec, self.fn, self.namespace = spec, fn, ns
             self.source = ns["__source__"]
             self._idle = [fn]       # (replays running now go back to the old list)
+            self._direct = fn if ns["__reentrant__"] else None
             self.pending = None
         finally:
             self._switching.release()
@@ -495,15 +525,22 @@ def _compile(tr, n_args, out_refs, threads=None, watch=None, lowering=None):
     dead_after = {}
     for slot, i in last.items():
         dead_after.setdefault(i, []).append(slot)
+    reentrant = True        # no buffer of its own: any number of threads may run it at once
     for i, st in enumerate(steps):
         if st[0] == "a":
-            lines.append(f"    _set({name_of(('c', st[1]))}, {name_of(st[2])})")
+            var, val = name_of(('c', st[1])), name_of(st[2])
+            # (_set_var's path for a variable that shares no buffer, inlined)
+            lines.append(f"    if {var}._buf is None: {var}._data = {val}")
+            lines.append(f"    else: _set({var}, {val})")
         elif st[0] == "cb":        # tf.debug.callback: fn with read-only views of the values
+            reentrant = False       # (user code: run in the caller's context, never direct)
             ns[f"cb{i}"], ns["_view"] = st[1], E.host_view
             lines.append(f"    cb{i}({', '.join(f'_view({name_of(r)})' for r in st[2])})")
         elif st[0] == "n":         # a compiled segment (jit_native.Segment)
+            reentrant = False
             lines += st[1].emit(i, [name_of(r) for r in st[2]], ns, escape)
         elif st[0] == "f":
+            reentrant = False
             # a fused chain: its outputs in pooled buffers, or recycled where returned
             _, fc, refs, _, outs = st
             ns[f"g{i}"] = fc
@@ -524,6 +561,8 @@ def _compile(tr, n_args, out_refs, threads=None, watch=None, lowering=None):
             target = ", ".join(f"s{o}" for o in outs) + ("," if prim.multi and len(outs) == 1
                                                         else "")
             kind = ufunc_target(tr, prim, refs, outs, pools, escape)
+            if kind is not None:
+                reentrant = False
             if kind == "pool":
                 ns[f"u{i}"] = getattr(E.B, prim.ufunc)
                 buf = pools[outs[0]]
@@ -563,13 +602,15 @@ def _compile(tr, n_args, out_refs, threads=None, watch=None, lowering=None):
                 else:
                     lines.append(f"    {target} = f{i}({call})")
         for slot in dead_after.get(i, ()):
-            if slot not in escape:
+            # (a 0-d value outside every pool frees nothing worth a line: W5's step is 2 µs)
+            if slot not in escape and (tr.meta[slot][0] != () or slot in pools):
                 lines.append(f"    del s{slot}")
     outs = ", ".join(name_of(("c", r[1])) if r[0] == "v" else name_of(r) for r in out_refs)
     lines.append(f"    return ({outs}{',' if len(out_refs) == 1 else ''})")
     src = "\n".join(lines)
     exec(compile(src, "<flowgrad.jit>", "exec"), ns)
     ns["__source__"] = src
+    ns["__reentrant__"] = reentrant and not pools
     return ns["replay"], ns
 
 
@@ -717,18 +758,20 @@ def jit(fn: Any = None, *, max_traces: int = MAX_TRACES, threads: int | None = N
     if not callable(fn):
         raise ArgumentError(f"tf.jit(fn): fn must be a function, got {type(fn).__name__}")
     programs: dict[Any, Any] = {}
+    # the same programs' bound __call__ (calling a _Program instance costs ~0.15 µs more)
+    calls: dict[Any, Any] = {}
     label = getattr(fn, "__name__", type(fn).__name__)
 
     @functools.wraps(fn)
     def wrapper(*args):
-        if interceptors.reader is not None or LOCAL.s.recording or _batching.active():
+        if interceptors.reader is not None or LOCAL.s.recording or _batching.users:
             # differentiated (is_recording, inlined), inside an outer trace, or inside
             # tf.vmap (batched tensors: the trace would see per-example shapes): eagerly
             return fn(*args)
         if not args:
-            prog = programs.get(())
-            if prog is not None:
-                return prog(())
+            call = calls.get(())
+            if call is not None:
+                return call(()) if call is not _EAGER else fn()
         ts = [a if isinstance(a, Tensor) else convert(a, f"args[{i}]", "jit")
               for i, a in enumerate(args)]
         arrays = []
@@ -737,17 +780,20 @@ def jit(fn: Any = None, *, max_traces: int = MAX_TRACES, threads: int | None = N
                 t.throw_if_disposed()
             arrays.append(t._data)
         key = tuple((a.shape, a.dtype) for a in arrays)
-        prog = programs.get(key)
-        if prog is not None:
-            return prog(arrays) if prog is not _EAGER else fn(*args)
+        call = calls.get(key)
+        if call is not None:
+            return call(arrays) if call is not _EAGER else fn(*args)
         check_arity(fn, len(args), "tf.jit(fn)(*args)")     # (only on a trace: cheap)
         if not _tracing.acquire(blocking=False):
             return fn(*args)           # another thread is tracing: this call runs eagerly
         try:
             result, prog = _trace(fn, ts, threads, backend, label)
             if len(programs) >= max_traces:      # (under the lock: one writer at a time)
-                programs.pop(next(iter(programs)))
+                old = next(iter(programs))
+                calls.pop(old, None)
+                programs.pop(old)
             programs[key] = _EAGER if prog is None else prog
+            calls[key] = _EAGER if prog is None else prog.__call__
         finally:
             _tracing.release()
         return result

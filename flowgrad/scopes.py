@@ -187,12 +187,9 @@ def tidy(name_or_fn: Any, fn: Any = None) -> Any:
     (1, 5.0)
     """
     if fn is None:
-        if isinstance(name_or_fn, str):
-            raise ArgumentError("When calling with two arguments, the 2nd argument to tidy() "
-                                "must be a function")
-        name, fn = None, name_or_fn
-        if not callable(fn):
-            raise ArgumentError("Please provide a function to tidy()")
+        # (one argument: whether it is a function is checked when calling it fails, below)
+        fn = name_or_fn
+        name = None
     else:
         name = name_or_fn
         if not isinstance(name, str):
@@ -202,15 +199,21 @@ def tidy(name_or_fn: Any, fn: Any = None) -> Any:
             raise ArgumentError("When calling with two arguments, the 2nd argument to tidy() "
                                 "must be a function")
     st = LOCAL.s
-    level = len(st.stack)
+    stack = st.stack
+    level = len(stack)
     result = None
     try:
         sc: list[Any] = []              # (begin_scope, inlined)
-        st.stack.append((name, sc))
+        stack.append((name, sc))
         st.scope = sc
         try:
             result = fn()
         except TypeError:
+            if name is None and isinstance(fn, str):
+                raise ArgumentError("When calling with two arguments, the 2nd argument to "
+                                    "tidy() must be a function") from None
+            if not callable(fn):
+                raise ArgumentError("Please provide a function to tidy()") from None
             _check_no_params(fn)
             raise
         if (result is not None and not isinstance(result, E.tensor_class())
@@ -222,10 +225,13 @@ def tidy(name_or_fn: Any, fn: Any = None) -> Any:
         # NOTE: a Ctrl-C can land on any call, this one included: if it interrupts the
         # clean-up, the clean-up runs again (it is idempotent) before the interrupt goes on
         try:
-            if len(st.stack) == level + 1:
-                end_scope(result, st)
-            else:
+            if len(stack) != level + 1:
                 unwind_scopes(level, result)
+            elif stack[-1][1]:
+                end_scope(result, st)
+            else:               # (end_scope's path for a scope that made no tensor, inlined)
+                st.scope = stack[-2][1] if level else None
+                del stack[-1]
         except BaseException:
             unwind_scopes(level, result)
             raise

@@ -27,7 +27,7 @@ from .after_fork import renew_after_fork
 class State:
     """One thread's engine state: its scopes, recording gate, session and counters."""
     __slots__ = ("scope", "stack", "recording", "depth", "session", "in_backward",
-                 "nt", "nb", "nbuf", "thread", "fpe", "lite", "__weakref__")
+                 "nt", "nb", "nbuf", "thread", "fpe", "lite", "quiet", "__weakref__")
 
     def __init__(self):
         self.scope = None          # the innermost open scope: the tensors created in it
@@ -38,6 +38,7 @@ class State:
         self.in_backward = 0       # > 0 while gradient rules run (may read parked tensors)
         self.fpe = None            # while in_backward: NumPy's errstate to put back
         self.lite = False          # a first-order backward runs: new tensors are LITE
+        self.quiet = None          # float_errors.quiet_context() of this thread, once made
         # this thread's share of memory(): tensors, bytes, buffers it created minus those
         # it disposed or let the garbage collector free (a share may go negative)
         self.nt = self.nb = self.nbuf = 0

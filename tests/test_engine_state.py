@@ -746,3 +746,29 @@ def test_interrupts_inside_minimize_lose_nothing():
         for w in ws:
             w.dispose()
         xs.dispose()
+
+
+def test_threads_replaying_one_small_program_at_once_get_their_own_results(fast_switching):
+    """A replay of small values has no buffer of its own, so every thread runs the same one
+    at once (no replay taken and put back); each call must still compute from its own
+    arguments, and NumPy's error state stay each thread's."""
+    f = tf.jit(lambda a, b: (a * b - b).square() / (a - 1.0), backend="numpy")
+    xs = [(tf.scalar(1.0 + k / 8), tf.scalar(2.0 - k / 16)) for k in range(8)]
+    want = [((a * b - b).square() / (a - 1.0)).item() for a, b in xs]     # eager's bits
+    assert np.isnan(want[0])                # (0 / 0 at xs[0]: NaN, silently)
+    f(*xs[1])
+    bad = []
+
+    def worker(k):
+        with np.errstate(all="raise"):          # this thread's own state: never consulted
+            for i in range(300):
+                j = (k + i) % 8
+                v = f(*xs[j]).item()
+                if not (v == want[j] or np.isnan(v) and np.isnan(want[j])):
+                    bad.append((j, v))
+            with pytest.raises(FloatingPointError):
+                np.log(np.zeros(1))         # ... and still this thread's after the calls
+    errors = _in_threads(worker, 3)
+    assert not errors, errors[:3]
+    assert not bad, f"{len(bad)} of 900 calls returned wrong values: {bad[:3]}"
+    assert len(f.traces) == 1

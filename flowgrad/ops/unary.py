@@ -56,7 +56,7 @@ def _(dy, x):
 
 
 @primitive("SquareGrad", batched_vjp=True, ufunc="square_grad", vmap=V.elementwise,
-           native="{0} * ({1} * T(2))")
+           expr="{0} * ({1} * 2)", native="{0} * ({1} * T(2))")
 def _square_grad(B, dy, x):
     return B.square_grad(dy, x)     # dy · (x · 2): one kernel, the rule's ufuncs in order
 
