@@ -591,5 +591,7 @@ def test_a_0d_variable_steps_as_a_1_element_one_to_the_bit(dtype):
                                    tuple(np.array([s]) for s in slots), rule, opt)
             assert len(scalar) == len(vector)
             for a, b in zip(scalar, vector):
-                assert type(a) is np.ndarray and a.shape == () and a.dtype == dtype, kind
+                # (a NumPy scalar: immutable, so no one else can change the variable's
+                # value, and the next step's operators on it stay scalar arithmetic)
+                assert type(a) is np.dtype(dtype).type and a.dtype == dtype, kind
                 assert a.tobytes() == b.tobytes(), (kind, a, b)
