@@ -182,7 +182,7 @@ def _fusable(st, meta, float_dtypes):
     for kind, val in refs:
         if kind == "s":
             rshape, rdt = meta[val]
-        elif kind == "c" and isinstance(val, np.ndarray):
+        elif kind == "c" and isinstance(val, (np.ndarray, np.generic)):
             rshape, rdt = val.shape, val.dtype
         else:                         # variables: their shape may change between calls
             return None

@@ -208,14 +208,14 @@ class Tensor(CamelCase):
         >>> np.shares_memory(np.from_dlpack(t), t._data)
         True
         """
-        a = self._array()
+        a = _dlpack_array(self._array())
         kw = {k: v for k, v in (("stream", stream), ("max_version", max_version),
                                 ("dl_device", dl_device), ("copy", copy)) if v is not None}
         return a.__dlpack__(**kw)
 
     def __dlpack_device__(self):
         """(device type, device id) of the tensor's array, as DLPack defines them."""
-        return self._array().__dlpack_device__()
+        return _dlpack_array(self._array()).__dlpack_device__()
 
     def __float__(self):
         return float(self.item())
@@ -705,6 +705,12 @@ def convert(x, arg="x", fn="op", dtype=None):
                             f"TensorLike, but got '{got}'")
     return E.make_tensor(E.from_host(to_array(x, dtype,
                                               where=f"Argument '{arg}' passed to '{fn}'")))
+
+
+def _dlpack_array(a):
+    # a rank-0 tensor on NumPy holds a NumPy scalar (engine.from_host), which has no DLPack
+    # form: the 0-d array of its value
+    return np.asarray(a) if isinstance(a, np.generic) else a
 
 
 E.set_tensor_class(Tensor)

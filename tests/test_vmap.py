@@ -428,7 +428,7 @@ def test_vmap_in_several_threads_at_once():
     assert not errors, errors
     assert results == {0: True, 1: True, 2: True}
     from flowgrad import batching, engine
-    assert batching._users == 0 and engine.run_kernel is not batching.run_batched
+    assert batching.users == 0 and engine.run_kernel is not batching.run_batched
 
 
 def test_a_weight_closed_over_by_a_vmapped_loss_gets_the_batch_sum_outside_vmap():
