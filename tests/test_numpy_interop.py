@@ -555,3 +555,12 @@ def test_unreadable_object_named_with_its_module():
     import collections
     with pytest.raises(ArgumentError, match=r"got 'collections\.OrderedDict'"):
         tf.tensor(collections.OrderedDict())
+
+
+def test_a_rank_0_tensor_goes_out_through_dlpack_and_array():
+    # (a rank-0 tensor holds a NumPy scalar, which has no DLPack form of its own)
+    for t in (tf.scalar(1.5), tf.scalar(2.0) * tf.scalar(3.0), tf.scalar(7, "int32")):
+        a = np.from_dlpack(t)
+        assert a.shape == () and a.dtype == np.dtype(t.dtype) and a == t.item()
+        assert np.asarray(t).shape == () and np.asarray(t) == t.item()
+        assert t.__dlpack_device__() == (1, 0)            # (kDLCPU, device 0)
