@@ -664,7 +664,8 @@ def jit(fn: Any = None, *, max_traces: int = MAX_TRACES, threads: int | None = N
     the bit. ``threads`` splits the blocks of each fused chain among that many threads
     (default: ``tf.set_jit_threads``, else the environment variable
     ``FLOWGRAD_JIT_THREADS``, else the cores this process may use); any thread count gives
-    the same bits.
+    the same bits. Any number of threads may call one jitted function at once, each call
+    computing from its own arguments.
 
     Tensors fn reads from outside its arguments — from its closure, its module's globals,
     or those of the functions it calls — are constants of the trace; variables are state,
