@@ -104,7 +104,7 @@ def unbroadcast(dx, shape, prim=None, i=0, nlead=0):
             f"{_shape_str(dshape[nlead:])}, which does not match the shape of the input "
             f"{_shape_str(shape)}")
     if axes:
-        dx = _ops.sum(dx, axes)
+        dx = _ops.sum(dx, tuple(axes))
     target = tuple(dshape[:nlead]) + tuple(shape)
     if dx.shape != target:
         dx = _ops.reshape(dx, target)

@@ -138,3 +138,26 @@ def test_layer_error_paths():
     from flowgrad import engine
     with pytest.raises(BackendError, match="belongs to no backend"):
         engine.to_host(object())
+
+
+def test_numpy_backends_own_mean_and_broadcast_to_match_numpys_to_the_bit():
+    """The NumPy backend's mean (a sum divided by its count in the dtype) and broadcast_to
+    (a stride-0 view of a NumPy scalar) give NumPy's own results: same bits, types and
+    shapes, and read-only spread views."""
+    B = bk.namespace("numpy")
+    rng = np.random.default_rng(11)
+    for k in range(400):
+        dt = (np.float32, np.float64)[k % 2]
+        shape = tuple(int(s) for s in rng.integers(1, 30, rng.integers(1, 4)))
+        x = (rng.standard_normal(shape) * 10.0 ** rng.uniform(-8, 8)).astype(dt)
+        pick = rng.integers(0, len(shape), rng.integers(1, len(shape) + 1))
+        for axis in (None, tuple(sorted(set(int(a) for a in pick)))):
+            for keep in (False, True):
+                got, want = B.mean(x, axis=axis, keepdims=keep), x.mean(axis=axis, keepdims=keep)
+                assert type(got) is type(want) and np.shape(got) == np.shape(want)
+                assert np.asarray(got).tobytes() == np.asarray(want).tobytes(), (shape, axis)
+    for v in (np.float32(0.1), np.float64(-2.5), np.int32(7), np.bool_(True)):
+        got = B.broadcast_to(v, (3, 2))
+        assert got.dtype == v.dtype and got.shape == (3, 2) and not got.flags.writeable
+        np.testing.assert_array_equal(got, np.broadcast_to(v, (3, 2)))
+    assert B.broadcast_to(np.float32(1), (0, 4)).shape == (0, 4)

@@ -203,6 +203,35 @@ def test_softmax_cross_entropy_gradients():
     np.testing.assert_allclose(gx.numpy(), np.exp(log_softmax(logits)) * 3 - y2, rtol=1e-12)
 
 
+def test_softmax_cross_entropy_rows_are_one_kernel_each_way():
+    """The rows' losses are one kernel forward and one backward (what a training step's loss
+    costs), with the composite's values, under tf.jit, tf.vmap and a batched jacobian."""
+    rng = np.random.default_rng(3)
+    y = tf.tensor(rng.random((3, 4)), dtype="float64")
+    x = tf.tensor(rng.standard_normal((3, 4)), dtype="float64")
+    info = tf.profile(lambda: tf.grad(lambda b: L.softmax_cross_entropy(
+        y, b, reduction=R.SUM))(x))
+    assert info.kernel_names[:2] == ["SoftmaxCrossEntropy", "Sum"]
+    assert "SoftmaxCrossEntropyGrad" in info.kernel_names
+    assert not {"LogSoftmax", "Multiply", "Exp"} & set(info.kernel_names)
+    want = -(y.numpy() * log_softmax(x.numpy())).sum(-1)
+    rows = lambda a, b: L.softmax_cross_entropy(a, b, reduction=R.NONE)    # noqa: E731
+    np.testing.assert_allclose(tf.jit(rows)(y, x).numpy(), want, rtol=1e-14)
+    ys = tf.tensor(rng.random((2, 3, 4)))
+    xs = tf.tensor(rng.standard_normal((2, 3, 4)))
+    np.testing.assert_allclose(
+        tf.vmap(rows)(ys, xs).numpy(),
+        -(ys.numpy() * log_softmax(xs.numpy())).sum(-1), rtol=1e-6)
+    # each row's loss depends on its own row only: the jacobian is block diagonal, each block
+    # softmax·sum(labels) - labels (worked out by hand)
+    J = tf.jacobian(lambda b: rows(y, b))(x).numpy()
+    p = np.exp(log_softmax(x.numpy()))
+    for i in range(3):
+        for k in range(3):
+            block = p[i] * y.numpy()[i].sum() - y.numpy()[i] if i == k else np.zeros(4)
+            np.testing.assert_allclose(J[i, k], block, rtol=1e-12, atol=1e-15)
+
+
 def test_int_one_hot_labels_and_camel_case():
     labels = tf.one_hot(tf.tensor([1, 0], dtype="int32"), 3)            # int32
     logits = tf.tensor([[0.0, 0.0, 0.0], [0.0, 0.0, 0.0]])

@@ -151,7 +151,8 @@ def _relu_grad_numpy(dy, x):
     # small ones. np.where(mask, dy, 0) is 10x slower than multiplying by the mask.
     if x.size < _RELU_GRAD_SMALL and x.dtype == dy.dtype and x.dtype.kind == "f":
         return dy * np.heaviside(x, 0)
-    out = np.multiply(dy, x > 0, dtype=dy.dtype)
+    # NOTE: the mask as int8: NumPy's bool-to-float loop is ~1.5x slower than int8's
+    out = np.multiply(dy, (x > 0).view(np.int8), dtype=dy.dtype)
     if x.dtype.kind == "f":
         nan = np.isnan(x)
         if nan.any():

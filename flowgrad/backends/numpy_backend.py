@@ -29,6 +29,7 @@ def make_numpy_backend():
     ns.permute_dims = _permute_dims
     ns.full = _full
     ns.matmul = _matmul
+    ns.broadcast_to = _broadcast_to
     ns.dtypes = {"float32": np.dtype(np.float32), "float64": np.dtype(np.float64),
                  "int32": np.dtype(np.int32), "bool": np.dtype(np.bool_)}
     # NOTE: ufuncs on 0-d arrays return NumPy scalars: those are this backend's arrays too;
@@ -74,7 +75,21 @@ def _min(x, /, *, axis=None, keepdims=False):
 
 
 def _mean(x, /, *, axis=None, keepdims=False):
-    return x.mean(axis=axis, keepdims=keepdims)
+    # NOTE: ndarray.mean is Python code around the sum and a division in float64 (5-8 us
+    # a call, the price of a loss's mean): a float sum divided by its count in its own
+    # dtype rounds the same (a float64 quotient rounded to float32 is float32's quotient,
+    # 53 >= 2*24 + 2 bits) while the count is exact in the dtype (up to 2**24 in float32)
+    n = x.size
+    if axis is not None:
+        n = 1
+        for a in axis:
+            n *= x.shape[a]
+    if x.dtype.kind != "f" or not 0 < n <= _EXACT_COUNT:
+        return x.mean(axis=axis, keepdims=keepdims)
+    return x.sum(axis=axis, keepdims=keepdims) / x.dtype.type(n)
+
+
+_EXACT_COUNT = 1 << 24
 
 
 def _permute_dims(x, /, axes):
@@ -95,6 +110,16 @@ def _matmul(a, b, /):
             if out is not None:
                 return np.matmul(a, b, out=out)
     return np.matmul(a, b)
+
+
+def _broadcast_to(x, /, shape):
+    # NOTE: np.broadcast_to builds an nditer in Python (~6 us, and several times that right
+    # after a big product has pushed NumPy's code out of the caches); a NumPy scalar, a
+    # rank-0 tensor's value (a loss's gradient spread by mean or sum), is spread by a
+    # view of stride 0 over its own read-only buffer, as np.broadcast_to makes it
+    if isinstance(x, np.generic):
+        return np.ndarray(shape, x.dtype, buffer=x, strides=(0,) * len(shape))
+    return np.broadcast_to(x, shape)
 
 
 def _same(a):

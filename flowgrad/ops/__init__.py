@@ -115,10 +115,13 @@ Tensor.__xor__ = _logic("logical_xor")
 Tensor.__rxor__ = _reflected("logical_xor")
 
 
+from .reduce import sum_over as _sum_over  # noqa: E402
+
+
 class _TapeOps:
     add = staticmethod(_O["add"])
     cast = staticmethod(cast)
-    sum = staticmethod(_O["sum"])
+    sum = staticmethod(_sum_over)
     reshape = staticmethod(_O["reshape"])
     zeros = staticmethod(_O["zeros"])
     tensor = staticmethod(_O["tensor"])

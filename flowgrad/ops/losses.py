@@ -2,9 +2,10 @@
 
 Each loss computes its per-element (or per-row) losses and hands them to
 compute_weighted_loss, which applies the weights and the reduction, as TF.js does. The
-gradients come from the ops they are built of, so every smooth loss has second derivatives,
-and softmax_cross_entropy's gradient w.r.t. the labels is the true one (-log_softmax·dy,
-where TF.js's custom gradient gives (labels - softmax)·dy).
+gradients come from the ops they are built of (softmax_cross_entropy's rows are one kernel,
+ops/nn.py, whose rules are ops too), so every smooth loss has second derivatives, and
+softmax_cross_entropy's gradient w.r.t. the labels is the true one (-log_softmax·dy, where
+TF.js's custom gradient gives (labels - softmax)·dy).
 """
 import enum
 
@@ -19,7 +20,7 @@ from .activations import relu, softplus
 from .binary import minimum, squared_difference
 from .creation import one_hot
 from .logical import not_equal, where
-from .nn import log_softmax
+from .nn import log_softmax, softmax_cross_entropy_rows
 from .shape import broadcast_to
 
 
@@ -290,8 +291,7 @@ def softmax_cross_entropy(onehot_labels, logits, weights=None, label_smoothing=0
         # NOTE: TF.js divides by shape[1], the class count only for rank 2; the classes
         # are the last axis (the softmax axis) at every rank
         y = y * (1 - s) + s / x.shape[-1]
-    losses = -(y * log_softmax(x, -1)).sum(-1)
-    return _weighted(losses, weights, reduction, fn)
+    return _weighted(softmax_cross_entropy_rows(y, x), weights, reduction, fn)
 
 
 def _class_labels(labels, lead, classes, fn):

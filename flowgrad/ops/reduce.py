@@ -25,7 +25,9 @@ def _grow(dy, x, axes, keep_dims=False):
     (batch) axes dy carries in a vectorised backward pass."""
     out_rank = x.rank if keep_dims else x.rank - len(axes)
     lead = dy.shape[:dy.rank - out_rank]
-    return broadcast_to(reshape(dy, lead + _keep_shape(x.shape, axes)), lead + x.shape)
+    if dy.rank:         # (a scalar, a loss's, broadcasts as it is: one kernel, not two)
+        dy = reshape(dy, lead + _keep_shape(x.shape, axes))
+    return broadcast_to(dy, lead + x.shape)
 
 
 def _check_nonempty(x, axes, fn):
@@ -50,6 +52,19 @@ def _(dy, x, axes, keep_dims):
     if units and is_unit(dy):
         mark_unit(dx)       # ones spread: the rules below may skip multiplying by them
     return dx
+
+
+def sum_over(x, axes):
+    """x summed over ``axes`` (a tuple of valid axes, none repeated) by the kernel itself:
+    the engine's unbroadcasting, whose axes need none of sum's checks.
+
+    >>> import flowgrad as tf
+    >>> from flowgrad.ops.reduce import sum_over
+    >>> sum_over(tf.tensor([[1, 2], [3, 4]]), (0,)).print()
+    Tensor
+        [4, 6]
+    """
+    return E.run_kernel(_sum, (x,), {"axes": axes, "keep_dims": False})
 
 
 @export
@@ -77,7 +92,8 @@ def _(dy, x, axes, keep_dims):
     n = 1
     for a in axes:
         n *= x.shape[a]
-    return _grow(dy, x, axes, keep_dims) / n
+    # NOTE: divided before it is spread: one division per reduced value, not per element
+    return _grow(dy / n, x, axes, keep_dims)
 
 
 @export
