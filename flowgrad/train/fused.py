@@ -73,7 +73,7 @@ def _update(B, w, g, slots, rule, opt):
             new = loop.run(numbers, opt, w, g, slots)
             if new is not None:
                 return new
-            _EXPANDED[opt].pop((rule, 2 + len(slots)), None)
+            _EXPANDED.pop(opt, None)     # (its settings changed: expanded anew)
     return rule(B, opt, w, g, slots, lr, t)
 
 
@@ -369,10 +369,10 @@ class _Loop:
         for _ in range(1 + len(slots)):
             o = _pool.take(w.shape, w.dtype) if w.size >= E.POOL_MIN else None
             outs.append(o if o is not None else np.empty(w.shape, w.dtype))
-        flat = np.ascontiguousarray      # (a gradient may be a broadcast or strided view)
-        self.segment.run(flat(w).reshape(-1), flat(g).reshape(-1),
-                         *[flat(s).reshape(-1) for s in slots], *[t(x) for x in numbers],
-                         *[o.reshape(-1) for o in outs])
+        # (ravel: a view of a contiguous array, a contiguous copy of a gradient that is a
+        # broadcast or strided view)
+        self.segment.run(w.ravel(), g.ravel(), *[s.ravel() for s in slots],
+                         *[t(x) for x in numbers], *[o.ravel() for o in outs])
         return tuple(outs)
 
 
@@ -381,14 +381,21 @@ def _native_loop(w, g, slots, rule, opt):
     giving the optimizer's numbers now (``numbers(opt)``); ``(None, None)`` where the rule
     does not expand or the arrays are not all of the variable's float dtype and shape."""
     dt, shape = w.dtype, w.shape
-    if dt.kind != "f" or g.dtype != dt or g.shape != shape or \
-            any(s.dtype != dt or s.shape != shape for s in slots):
+    if dt.kind != "f" or g.dtype != dt or g.shape != shape:
         return None, None
+    for s in slots:
+        if s.dtype != dt or s.shape != shape:
+            return None, None
     try:
         known = _EXPANDED[opt]
     except KeyError:
         known = _EXPANDED.setdefault(opt, {})
     n_in = 2 + len(slots)
+    # (found by what a step has at hand: the loop's own key is a tuple of the rule's steps,
+    # slow to hash a variable a step)
+    found = known.get((rule, n_in, dt, w.size))
+    if found is not None:
+        return found
     entry = known.get((rule, n_in), False)
     if entry is False:
         x = expand({"rule": rule, "opt": opt}, n_in)
@@ -404,6 +411,7 @@ def _native_loop(w, g, slots, rule, opt):
         if len(_LOOPS) >= _MAX_LOOPS:
             _LOOPS.clear()
         loop = _LOOPS[key] = _Loop(jit_native.expanded_loop(key[0], key[1], n_in, w.size, dt))
+    known[(rule, n_in, dt, w.size)] = loop, numbers
     return loop, numbers
 
 

@@ -146,7 +146,9 @@ class Plan:
         """At the commit, ``target`` takes ``carrier``'s array (a tensor of the step that
         nobody else holds; it gets the target's old array, freed when it is disposed). Each
         target once: two trades would hand both carriers the same old array."""
-        if carrier.dtype != target.dtype or carrier.shape != target.shape:
+        # (dtype names are interned: `is` decides the usual case without DType.__ne__)
+        if (carrier.dtype is not target.dtype and carrier.dtype != target.dtype) or \
+                carrier.shape != target.shape:
             raise VariableError(
                 f"{self.opt.class_name}: the new value of '{target.name}' is {carrier.dtype} "
                 f"{carrier.shape}, but the variable is {target.dtype} {target.shape}")
