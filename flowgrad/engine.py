@@ -566,7 +566,7 @@ def run_kernel(prim, inputs, attrs=None):
 
 
 def _multi_out(st, prim, inputs, attrs, out):
-    ys = tuple(make_tensor(o) for o in out)
+    ys = tuple([make_tensor(o) for o in out])
     if st.recording and inputs:
         sess = st.session
         n = Node()

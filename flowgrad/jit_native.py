@@ -633,7 +633,7 @@ class Segment:
         """Call the loop (a segment that may pay for threads): on ``thread_count()`` threads
         when that is 2 or more, else on this one. The code of the other kind is made on the
         first call that needs it (tf.set_jit_threads changed since)."""
-        t = self.thread_count()
+        t = self.thread_count() if self.threaded else 1
         if t < 2:
             return (self.fn or self.dispatcher(False))(*args)
         fn = self.pfn or self.dispatcher(True)

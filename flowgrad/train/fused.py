@@ -42,9 +42,9 @@ EPSILON = 1e-7          # TF.js cpu backend's epsilon(): the default of every ep
 def _update(B, w, g, slots, rule, opt):
     # the step and the learning rate are read when the kernel runs, so a tf.jit replay of
     # a training step sees them change (the step is counted only at the commit)
-    t = opt.iterations + 1
-    lr = opt.current_learning_rate()
     if w.ndim == 0:
+        t = opt.iterations + 1
+        lr = opt.current_learning_rate()
         if B.name == "numpy":
             # NOTE: a 0-d variable's step on NumPy scalars: a ufunc on a 1-element array
             # costs ~0.5 us more than the same operator on scalars (a scalar model's
@@ -67,14 +67,15 @@ def _update(B, w, g, slots, rule, opt):
                 break
             if loop.segment.fn is None and not loop.due():
                 t0 = time.perf_counter()
-                new = rule(B, opt, w, g, slots, lr, t)
+                new = rule(B, opt, w, g, slots, opt.current_learning_rate(),
+                           opt.iterations + 1)
                 loop.spent += time.perf_counter() - t0
                 return new
             new = loop.run(numbers, opt, w, g, slots)
             if new is not None:
                 return new
             _EXPANDED.pop(opt, None)     # (its settings changed: expanded anew)
-    return rule(B, opt, w, g, slots, lr, t)
+    return rule(B, opt, w, g, slots, opt.current_learning_rate(), opt.iterations + 1)
 
 
 class _Scalars:
