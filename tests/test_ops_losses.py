@@ -331,6 +331,9 @@ B = tf.tensor([1.0, 2.0, 3.0])
      "softmax_cross_entropy: label_smoothing must be >= 0 and <= 1, got -0.1"),
     (lambda: L.softmax_cross_entropy(tf.scalar(1.0), tf.scalar(1.0)), ShapeError,
      "softmax_cross_entropy: logits must have a class axis (rank >= 1), got a scalar"),
+    (lambda: L.softmax_cross_entropy(tf.zeros([2, 0]), tf.zeros([2, 0])), ShapeError,
+     "softmax_cross_entropy: logits of shape [2, 0] have no classes (the last axis is "
+     "empty): a softmax needs at least one"),
     (lambda: L.cosine_distance(A, A, 2), ArgumentError,
      "cosine_distance: axis 2 is out of range for a tensor of rank 2"),
     (lambda: L.mean_squared_error({}, B), ArgumentError,
@@ -340,7 +343,7 @@ B = tf.tensor([1.0, 2.0, 3.0])
 ], ids=["mse-shape", "abs-shape", "softmax-shape", "sigmoid-shape", "hinge-shape",
         "huber-shape", "log-shape", "cosine-shape", "reduction-str", "reduction-int",
         "weights-len", "weights-rank", "delta-0", "delta-str", "epsilon-neg", "smoothing-big",
-        "smoothing-neg", "softmax-scalar", "cosine-axis", "labels-type", "logits-type"])
+        "smoothing-neg", "softmax-scalar", "softmax-no-classes", "cosine-axis", "labels-type", "logits-type"])
 def test_errors(fn, cls, message):
     with pytest.raises(cls) as e:
         fn()

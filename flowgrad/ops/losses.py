@@ -286,6 +286,9 @@ def softmax_cross_entropy(onehot_labels, logits, weights=None, label_smoothing=0
     y, x = _pair(onehot_labels, logits, fn, "softmaxCrossEntropy", ("onehot_labels", "logits"))
     if x.rank == 0:
         raise ShapeError(f"{fn}: logits must have a class axis (rank >= 1), got a scalar")
+    if x.shape[-1] == 0:
+        raise ShapeError(f"{fn}: logits of shape {list(x.shape)} have no classes (the last "
+                         f"axis is empty): a softmax needs at least one")
     s = _number(label_smoothing, "label_smoothing", fn, 0, hi=1)
     if s > 0:
         # NOTE: TF.js divides by shape[1], the class count only for rank 2; the classes
@@ -365,6 +368,9 @@ def sparse_softmax_cross_entropy(labels, logits, weights=None, reduction=_DEFAUL
     x = as_float(logits, fn, "logits")
     if x.rank == 0:
         raise ShapeError(f"{fn}: logits must have a class axis (rank >= 1), got a scalar")
+    if x.shape[-1] == 0:
+        raise ShapeError(f"{fn}: logits of shape {list(x.shape)} have no classes (the last "
+                         f"axis is empty): a softmax needs at least one")
     lead, classes = x.shape[:-1], x.shape[-1]
     if classes == 0:
         raise ShapeError(f"{fn}: logits of shape {list(x.shape)} have no classes (the last "

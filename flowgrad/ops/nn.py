@@ -98,9 +98,9 @@ def _(dy, labels, logits, needs):
 @primitive("SoftmaxCrossEntropyGrad", batched_vjp=True, vmap=V.leading)
 def _softmax_xent_grad(B, dy, labels, logits):
     # dy·(softmax·sum(labels) - labels): softmax - labels for rows of labels summing to 1
-    # (TF.js's formula); softmax as exp(log_softmax), as the composite's rule had it
-    s = logits - B.max(logits, axis=-1, keepdims=True)
-    p = B.exp(s - B.log(B.sum(B.exp(s), axis=-1, keepdims=True)))
+    # (TF.js's formula)
+    e = B.exp(logits - B.max(logits, axis=-1, keepdims=True))
+    p = e / B.sum(e, axis=-1, keepdims=True)
     return dy[..., None] * (p * B.sum(labels, axis=-1, keepdims=True) - labels)
 
 
