@@ -368,9 +368,6 @@ def sparse_softmax_cross_entropy(labels, logits, weights=None, reduction=_DEFAUL
     x = as_float(logits, fn, "logits")
     if x.rank == 0:
         raise ShapeError(f"{fn}: logits must have a class axis (rank >= 1), got a scalar")
-    if x.shape[-1] == 0:
-        raise ShapeError(f"{fn}: logits of shape {list(x.shape)} have no classes (the last "
-                         f"axis is empty): a softmax needs at least one")
     lead, classes = x.shape[:-1], x.shape[-1]
     if classes == 0:
         raise ShapeError(f"{fn}: logits of shape {list(x.shape)} have no classes (the last "

@@ -78,7 +78,7 @@ def log_softmax(logits, axis=-1):
 
 # ---------------------------------------------------------------- softmax cross-entropy
 # One kernel forward and one backward for what the composite -(y * log_softmax(x)).sum(-1)
-# runs as 4 and 7 (a training step's loss: 10 kernels fewer, each ~20 us of Python). The
+# runs as 4 and 8 (a training step's loss: 10 kernels fewer, each ~20 us of Python). The
 # forward runs the composite's ufuncs in its order (the same bits); the rules below are
 # written with ops, so every order of derivative stays exact.
 
