@@ -663,7 +663,9 @@ def _from_foreign(x, where):
             first = e
     if hasattr(x, "__array__"):
         try:
-            return np.array(x, copy=True)
+            # NOTE: np.array(x, copy=True) passes copy= to __array__, and NumPy 2 warns
+            # (DeprecationWarning) for the libraries whose __array__ takes no copy (torch)
+            return np.asarray(x).copy()
         except Exception as e:         # (each library raises its own kind)
             first = e
     hint = ""

@@ -2,6 +2,7 @@
 and functions dispatched to flowgrad ops (differentiable), dtype objects, keyword spellings,
 repr, foreign arrays into tf.tensor."""
 import pickle
+import warnings
 
 import numpy as np
 import pytest
@@ -528,8 +529,12 @@ def test_torch_tensors_into_tf_tensor():
     assert t.numpy()[0, 0] == 0.0
     assert tf.tensor(torch.tensor([1, 2])).dtype == "int32"
     assert tf.add(tf.ones([2]), torch.ones(2)).numpy().tolist() == [2.0, 2.0]
-    with pytest.raises(ArgumentError, match=r"'torch\.Tensor'.*detach"):
-        tf.tensor(torch.ones(2, requires_grad=True))
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        with pytest.raises(ArgumentError, match=r"'torch\.Tensor'.*detach"):
+            tf.tensor(torch.ones(2, requires_grad=True))
+    # (none of NumPy's: np.array(x, copy=True) warned that torch's __array__ takes no copy)
+    assert [str(w.message) for w in seen] == []
 
 
 @pytest.mark.extra("jax", "peers")
