@@ -2,6 +2,7 @@
 sick runs are flagged on the right variables from the right step; the report shows the
 criteria and the per-example norms, and survives hostile names and missing folders."""
 import re
+import warnings
 
 import numpy as np
 import pytest
@@ -116,7 +117,11 @@ def test_report_and_plots_survive_hostile_names_and_missing_folders(tmp_path):
     for t in range(3):
         m.record({n: tf.tensor([float(i + t + 1), 1.0]) for i, n in enumerate(HOSTILE)},
                  loss=1.0 / (t + 1))
-    path = tf.debug.report(m, tmp_path / "a" / "b" / "report.html")
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        path = tf.debug.report(m, tmp_path / "a" / "b" / "report.html")
+    # (a 200-character name squeezed the axes to nothing: matplotlib warned, plots empty)
+    assert [str(w.message) for w in seen] == []
     html = path.read_text()
     assert "<script>alert(1)" not in html and "&lt;script&gt;alert(1)" in html
     assert html.count("<svg") >= 4                  # the plots were drawn
@@ -126,6 +131,8 @@ def test_report_and_plots_survive_hostile_names_and_missing_folders(tmp_path):
         assert out.exists() and out.read_text().startswith("<?xml")
     labels = [t.get_text() for t in m.plot_grad_norms().axes[0].get_legend().get_texts()]
     assert "$$" in labels and "w$\\frac$" in labels  # drawn as typed, not as TeX
+    assert "x" * 19 + "…" + "x" * 20 in labels       # the long name, start and end
+    assert max(map(len, labels)) <= 40
     with pytest.raises(tf.ArgumentError, match=re.escape("pass step=2")):
         m.plot_histograms(2)
 

@@ -87,10 +87,10 @@ def plot_grad_norms(monitor, path=None, variables=None, global_norm=True):
     global_norm = flag(global_norm, "global_norm", "plot_grad_norms()")
     fig, ax = figure((7.5, 4.2))
     plotted = False
-    for i, n in enumerate(names):
+    for i, (n, label) in enumerate(zip(names, short_labels(names))):
         y = h[n]["grad_norm"]
         ok = np.isfinite(y) & (y > 0)
-        line, = ax.plot(h.steps[ok], y[ok], color=f"C{i % 10}", lw=1.3, label=n)
+        line, = ax.plot(h.steps[ok], y[ok], color=f"C{i % 10}", lw=1.3, label=label)
         line.set_gid(_gid("grad-norm", n))
         plotted |= bool(ok.any())
     if global_norm and len(names) > 1:
@@ -146,7 +146,7 @@ def plot_grad_flow(monitor, path=None):
                     cmap=cmap, extent=(x0, x1, max(len(names), 1) - 0.5, -0.5))
     img.set_gid("grad-flow")
     ax.set_yticks(range(len(names)))
-    ax.set_yticklabels(names, fontsize=8)
+    ax.set_yticklabels(short_labels(names), fontsize=8)
     ax.set_xlabel("step")
     ax.set_title("Gradient flow (log10 of the gradient norm)")
     fig.colorbar(img, ax=ax, label="log10 norm")
@@ -178,11 +178,11 @@ def plot_histograms(monitor, path=None, step=-1, variables=None):
     rows = math.ceil(len(names) / cols)
     fig = figure((3.4 * cols, 2.5 * rows + 0.4), axes=False)
     axes = fig.subplots(rows, cols, squeeze=False).ravel()
-    for ax, n in zip(axes, names):
+    for ax, n, label in zip(axes, names, short_labels(names)):
         edges, counts = hists[n]
         patch = ax.stairs(counts.astype(float), edges, fill=True, color="C0", alpha=0.8)
         patch.set_gid(_gid("hist", n))
-        ax.set_title(n, fontsize=9)
+        ax.set_title(label, fontsize=9)
         ax.tick_params(labelsize=7)
         ax.ticklabel_format(axis="x", style="sci", scilimits=(-3, 3))
     for ax in axes[len(names):]:
@@ -386,6 +386,29 @@ def figure(size, path=None, api="plot", axes=True):
 
 def _empty(ax, text):
     ax.text(0.5, 0.5, text, ha="center", va="center", transform=ax.transAxes, color="0.4")
+
+
+LABEL_MAX = 40      # characters of a variable's name in a legend, tick label or title
+
+
+def short_labels(names, limit=LABEL_MAX):
+    """The names as plots label them: a name longer than ``limit`` keeps its start and end
+    around an ellipsis (scoped names differ at both: "encoder/layer_3/…/attention/kernel");
+    names that would then read the same get " #k" after them, k counting from 2. A
+    200-character name used to squeeze the axes to nothing.
+
+    >>> from flowgrad.debug.plots import short_labels
+    >>> short_labels(["w", "a" * 30 + "/kernel", "a" * 30 + "/bias"], limit=16)
+    ['w', 'aaaaaaa…a/kernel', 'aaaaaaa…aaa/bias']
+    """
+    head = (limit - 1) // 2
+    tail = limit - 1 - head
+    out, seen = [], {}
+    for n in names:
+        s = n if len(n) <= limit else f"{n[:head]}…{n[len(n) - tail:]}"
+        k = seen[s] = seen.get(s, 0) + 1
+        out.append(s if k == 1 else f"{s} #{k}")
+    return out
 
 
 def _gid(prefix, name):
