@@ -125,6 +125,17 @@ CASES = elementwise_cases() + [
     Case("softmax_cross_entropy", L.softmax_cross_entropy,
          lambda y, x: softmax_ce_ref(y, x).mean(), [((2, 3), "real"), ((2, 3), "real")],
          order=3),
+    Case("softmax_cross_entropy[MEAN]",
+         lambda y, x: L.softmax_cross_entropy(y, x, reduction=R.MEAN),
+         lambda y, x: softmax_ce_ref(y, x).mean(), [SOFT_LABELS, ((2, 3), "real")], order=3),
+    # (its cotangent then depends on the inputs: the gradient kernel's rule in dy counts)
+    Case("softmax_cross_entropy[squared]", lambda y, x: L.softmax_cross_entropy(y, x) ** 2,
+         lambda y, x: softmax_ce_ref(y, x).mean() ** 2, [SOFT_LABELS, ((2, 3), "real")],
+         order=3),
+    Case("softmax_cross_entropy[rank3,smoothing=0.2]",
+         lambda y, x: L.softmax_cross_entropy(y, x, label_smoothing=0.2),
+         lambda y, x: softmax_ce_ref(y, x, 0.2).mean(), [((2, 2, 3), "real"),
+                                                         ((2, 2, 3), "real")], order=2),
     Case("softmax_cross_entropy[NONE]",
          lambda y, x: L.softmax_cross_entropy(y, x, reduction=R.NONE), softmax_ce_ref,
          [SOFT_LABELS, ((2, 3), "real")]),
@@ -230,6 +241,55 @@ def test_softmax_cross_entropy_rows_are_one_kernel_each_way():
         for k in range(3):
             block = p[i] * y.numpy()[i].sum() - y.numpy()[i] if i == k else np.zeros(4)
             np.testing.assert_allclose(J[i, k], block, rtol=1e-12, atol=1e-15)
+
+
+def test_softmax_cross_entropy_mean_is_one_kernel_each_way():
+    """The default reduction (the rows' mean, a training step's loss) is one kernel forward
+    and one backward, with the composite's bits; per example under tf.vmap, and its
+    jacobian and hessian in logits (batched cotangents) as worked out by hand."""
+    rng = np.random.default_rng(4)
+    for dt in ("float32", "float64"):
+        y = tf.tensor(np.eye(5)[rng.integers(0, 5, 7)], dtype=dt)
+        x = tf.tensor(rng.standard_normal((7, 5)) * 3, dtype=dt)
+        info = tf.profile(lambda: tf.grad(lambda b: L.softmax_cross_entropy(y, b))(x))
+        assert info.kernel_names == ["SoftmaxCrossEntropyMean", "SoftmaxCrossEntropyMeanGrad"]
+        rows = lambda a, b: L.softmax_cross_entropy(a, b, reduction=R.NONE)   # noqa: E731
+        for fused, composite in ((L.softmax_cross_entropy(y, x), rows(y, x).mean()),
+                                 (tf.grad(lambda b: L.softmax_cross_entropy(y, b))(x),
+                                  tf.grad(lambda b: rows(y, b).mean())(x))):
+            assert fused.numpy().tobytes() == composite.numpy().tobytes()
+    x64 = tf.tensor(rng.standard_normal((3, 4)))
+    y64 = tf.tensor(rng.random((3, 4)))
+    # per example (tf.vmap over a batch of 2 problems): each its own mean and gradient
+    xs, ys = tf.tensor(rng.standard_normal((2, 3, 4))), tf.tensor(rng.random((2, 3, 4)))
+    per = tf.vmap(lambda a, b: L.softmax_cross_entropy(a, b))(ys, xs).numpy()
+    gper = tf.vmap(lambda b, a: tf.grad(lambda t: L.softmax_cross_entropy(a, t))(b))(
+        xs, ys).numpy()
+    for k in range(2):
+        want = -(ys.numpy()[k] * log_softmax(xs.numpy()[k])).sum(-1).mean()
+        np.testing.assert_allclose(per[k], want, rtol=1e-13)
+        p = np.exp(log_softmax(xs.numpy()[k]))
+        c = ys.numpy()[k].sum(-1, keepdims=True)
+        np.testing.assert_allclose(gper[k], (p * c - ys.numpy()[k]) / 3, rtol=1e-12)
+    # the hessian in logits: block diagonal over rows, each block c·(diag(p) - p pᵀ) / n
+    H = tf.hessian(lambda b: L.softmax_cross_entropy(y64, b))(x64).numpy()
+    p = np.exp(log_softmax(x64.numpy()))
+    c = y64.numpy().sum(-1)
+    for i in range(3):
+        for k in range(3):
+            block = c[i] * (np.diag(p[i]) - np.outer(p[i], p[i])) / 3 if i == k else 0
+            np.testing.assert_allclose(H[i, :, k, :], block, rtol=1e-11, atol=1e-15)
+    # through the gradient kernel's rule in labels: d/dy_ik of (p_ij·sum(y_i) - y_ij) / n
+    J = tf.jacobian(lambda a: tf.grad(lambda b: L.softmax_cross_entropy(a, b))(x64))(
+        y64).numpy()
+    want = np.zeros((3, 4, 3, 4))
+    for i in range(3):
+        want[i, :, i, :] = (p[i][:, None] - np.eye(4)) / 3
+    np.testing.assert_allclose(J, want, rtol=1e-12, atol=1e-15)
+    # under tf.jit: the same values as eager
+    step = tf.jit(lambda a, b: L.softmax_cross_entropy(a, b))
+    np.testing.assert_allclose(step(y64, x64).numpy(),
+                               L.softmax_cross_entropy(y64, x64).numpy(), rtol=1e-15)
 
 
 def test_int_one_hot_labels_and_camel_case():

@@ -20,7 +20,7 @@ from .activations import relu, softplus
 from .binary import minimum, squared_difference
 from .creation import one_hot
 from .logical import not_equal, where
-from .nn import log_softmax, softmax_cross_entropy_rows
+from .nn import log_softmax, softmax_cross_entropy_mean, softmax_cross_entropy_rows
 from .shape import broadcast_to
 
 
@@ -294,6 +294,9 @@ def softmax_cross_entropy(onehot_labels, logits, weights=None, label_smoothing=0
         # NOTE: TF.js divides by shape[1], the class count only for rank 2; the classes
         # are the last axis (the softmax axis) at every rank
         y = y * (1 - s) + s / x.shape[-1]
+    if weights is None and x.size and _reduction(reduction, fn) in (
+            Reduction.MEAN, Reduction.SUM_BY_NONZERO_WEIGHTS):
+        return softmax_cross_entropy_mean(y, x)       # (the rows' mean, as _weighted's)
     return _weighted(softmax_cross_entropy_rows(y, x), weights, reduction, fn)
 
 

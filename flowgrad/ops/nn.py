@@ -117,6 +117,80 @@ def _(g, dy, labels, logits, needs):
     return ddy, dlabels, dlogits
 
 
+# The mean over the rows, the loss a training step differentiates (softmax_cross_entropy's
+# default reduction), is one kernel each way too: mean(rows) forward, and backward
+# (dy / n)·(softmax·sum(labels) - labels), where the composite ran Mean, then RealDiv,
+# BroadcastTo and the rows' gradient kernel (three kernels fewer a step, each ~30 us
+# inside a training step). ``rank`` is the logits' own rank: axes in front of those are
+# batch axes (tf.vmap's, or a jacobian's cotangents), kept apart.
+
+def _rows_in(logits, rank):
+    """The logical rows axes of a physical logits array (batch axes in front)."""
+    return tuple(range(logits.ndim - rank, logits.ndim - 1))
+
+
+@primitive("SoftmaxCrossEntropyMean", batched_vjp=True, vmap=V.leading)
+def _softmax_xent_mean(B, labels, logits, rank):
+    # (the rows' kernel, then Mean's own call: the composite's bits)
+    rows = _softmax_xent.fwd(B, labels, logits)
+    return B.mean(rows, axis=tuple(range(rows.ndim - (rank - 1), rows.ndim)), keepdims=False)
+
+
+@_softmax_xent_mean.def_vjp
+def _(dy, labels, logits, rank, needs):
+    n = int(np.prod(logits.shape[:-1]))
+    dlabels = None
+    if needs[0]:
+        d = (dy / n).reshape(dy.shape + (1,) * rank)
+        dlabels = -d * log_softmax(logits, -1)
+    dlogits = E.run_kernel(_softmax_xent_mean_grad, (dy, labels, logits),
+                           {"rank": rank}) if needs[1] else None
+    return dlabels, dlogits
+
+
+@primitive("SoftmaxCrossEntropyMeanGrad", batched_vjp=True, vmap=V.leading)
+def _softmax_xent_mean_grad(B, dy, labels, logits, rank):
+    n = 1
+    for a in _rows_in(logits, rank):
+        n *= logits.shape[a]
+    # NOTE: dy / n in the dtype, as the composite's RealDiv of a Python int computed it,
+    # then spread over each row's classes: the same products as its broadcast rows
+    d = B.divide(dy, B.asarray(n, dtype=logits.dtype))
+    d = B.reshape(d, d.shape + (1,) * rank)
+    e = B.exp(logits - B.max(logits, axis=-1, keepdims=True))
+    p = e / B.sum(e, axis=-1, keepdims=True)
+    return d * (p * B.sum(labels, axis=-1, keepdims=True) - labels)
+
+
+@_softmax_xent_mean_grad.def_vjp
+def _(g, dy, labels, logits, rank, needs):
+    # the kernel is D·(p·c - y), D = dy/n spread, p = softmax(logits), c = sum(y): as the
+    # rows' gradient kernel's rule above, with D for each row's dy
+    n = int(np.prod(logits.shape[:-1]))
+    p = softmax(logits, -1)
+    c = labels.sum(-1, True)
+    gp = (g * p).sum(-1, True)
+    d = (dy / n).reshape(dy.shape + (1,) * rank)
+    ddy = (g * (p * c - labels)).sum(list(range(-rank, 0))) / n if needs[0] else None
+    dlabels = d * (gp - g) if needs[1] else None
+    dlogits = d * c * (p * (g - gp)) if needs[2] else None
+    return ddy, dlabels, dlogits
+
+
+def softmax_cross_entropy_mean(labels, logits):
+    """The mean over the rows of softmax_cross_entropy_rows, as one kernel each way
+    (labels and logits: float tensors of one dtype and shape, with at least one row; the
+    caller checks): tf.losses.softmax_cross_entropy's default reduction without weights.
+
+    >>> import flowgrad as tf
+    >>> from flowgrad.ops.nn import softmax_cross_entropy_mean
+    >>> round(softmax_cross_entropy_mean(tf.tensor([[1.0, 0.0], [0.0, 1.0]]),
+    ...                                  tf.tensor([[0.0, 0.0], [0.0, 0.0]])).item(), 6)
+    0.693147
+    """
+    return E.run_kernel(_softmax_xent_mean, (labels, logits), {"rank": logits.rank})
+
+
 def softmax_cross_entropy_rows(labels, logits):
     """-sum(labels·log_softmax(logits)) along the last axis, one loss per row, as one kernel
     (labels and logits: float tensors of one dtype and shape, rank >= 1; the caller checks).
