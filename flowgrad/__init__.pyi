@@ -69,6 +69,7 @@ from . import dtypes as dtypes
 from .debug.numerics import enable_debug_mode as enable_debug_mode
 from . import engine as engine
 from . import errors as errors
+from . import finalizer_interrupts as finalizer_interrupts
 from . import float_errors as float_errors
 from . import fusion as fusion
 from .backends import get_backend as get_backend

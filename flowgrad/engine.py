@@ -27,6 +27,7 @@ import numpy as np
 from . import dtypes
 from . import backends
 from . import buffer_pool as _pool
+from . import finalizer_interrupts
 from .errors import (BackendError, DisposedError, DtypeError, FlowgradError,
                      KernelError, ShapeError)
 from .strings import OPS_HINT as STRINGS_HINT, STRING_DTYPE
@@ -418,6 +419,10 @@ def tensor_del(t):
             _pool.offer(a)
     except Exception:  # a partially built tensor, or interpreter shutdown
         pass
+
+
+# a Ctrl-C landing in tensor_del (CPython swallows it there) is delivered again
+finalizer_interrupts.install()
 
 
 def dispose_tensor(t):

@@ -1,6 +1,8 @@
 """Importing flowgrad leaves the process as it was: no warnings filter, malloc untouched
 (a user's freed big array goes back to the OS); flowgrad's kernels never warn, the user's
-NumPy code still does; the memory policy "reuse" is an explicit opt-in."""
+NumPy code still does; the memory policy "reuse" is an explicit opt-in. (One hook is
+chained, sys.unraisablehook, for the Ctrl-Cs CPython swallows in flowgrad's own
+finalizers: tests/test_finalizer_interrupts.py.)"""
 import os
 import subprocess
 import sys
