@@ -12,8 +12,9 @@ counted by ``tf.memory()`` forever.
 ``KeyboardInterrupt`` swallowed in a function of flowgrad's own modules is delivered again
 a millisecond later, with ``_thread.interrupt_main()`` (which runs the SIGINT handler in
 force: Python's KeyboardInterrupt, or the user's own), so it reaches the user's code; a
-tensor's finalizer interrupted before its first line runs to its end first, so the counts
-stay right. Everything else goes to the hook that was there before, unchanged.
+finalizer interrupted before its first line runs to its end first, so a tensor's counts
+stay right and a recording is released. Everything else goes to the hook that was there
+before, unchanged.
 """
 import _thread
 import sys
@@ -50,12 +51,11 @@ def hook(unraisable) -> None:
     exc = unraisable.exc_type
     if exc is not None and issubclass(exc, KeyboardInterrupt) and ours(unraisable.object):
         try:
-            from .engine import tensor_del
-            frame = _unstarted(unraisable.exc_traceback, tensor_del.__code__)
-            if frame is not None:
-                t = frame.f_locals.get("t")
-                if t is not None:
-                    tensor_del(t)
+            fn = getattr(unraisable.object, "__func__", unraisable.object)
+            frame = _unstarted(unraisable.exc_traceback, fn.__code__)
+            if frame is not None:       # (its arguments, read off its frame: self, t...)
+                code = fn.__code__
+                fn(*[frame.f_locals[v] for v in code.co_varnames[:code.co_argcount]])
         except Exception:       # noqa: BLE001, S110 - interpreter shutdown: counts moot
             pass
         finally:

@@ -38,6 +38,22 @@ except KeyboardInterrupt:
 print(tf.memory()["num_tensors"] - base)
 """
 
+# a pullback's finalizer releases its recording (the tensors it kept counted)
+PULLBACK = PRELUDE + """
+base = tf.memory()["num_tensors"]
+x = tf.tensor([1.0, 2.0])
+y, pullback = tf.vjp(lambda t: (t * t).exp().sum(), x)
+y.dispose()
+held = tf.memory()["num_tensors"] - base
+interrupt_on_entry(type(pullback).__del__.__code__)
+try:
+    del pullback
+    print(spin())
+except KeyboardInterrupt:
+    print("interrupted")
+print(held, tf.memory()["num_tensors"] - base)
+"""
+
 USER_HANDLER = PRELUDE + """
 got = []
 signal.signal(signal.SIGINT, lambda s, f: got.append(s))
@@ -73,6 +89,11 @@ def test_an_interrupt_on_entering_tensor_del_reaches_the_user_and_the_count_is_r
     out, err = run(TENSOR)
     assert out == ["interrupted", "0"], (out, err)
     assert "Exception ignored" not in err
+
+
+def test_an_interrupted_pullback_finalizer_still_releases_its_recording():
+    out, err = run(PULLBACK)
+    assert out == ["interrupted", "3", "1"], (out, err)     # (x alone is left)
 
 
 def test_the_interrupt_goes_to_the_sigint_handler_in_force():
