@@ -18,7 +18,8 @@ ROOT = Path(__file__).resolve().parent.parent / "flowgrad"
 # Modules are matched by the longest prefix listed here.
 LAYERS: list[tuple[str, ...]] = [
     ("flowgrad.errors", "flowgrad.dtypes", "flowgrad.after_fork", "flowgrad.camel_case",
-     "flowgrad.float_errors", "flowgrad.strings", "flowgrad.user_frames", "flowgrad.printing"),
+     "flowgrad.float_errors", "flowgrad.strings", "flowgrad.user_frames", "flowgrad.printing",
+     "flowgrad.finalizer_interrupts"),
     ("flowgrad.backends", "flowgrad.buffer_pool"),
     ("flowgrad.thread_state", "flowgrad.recording"),
     ("flowgrad.engine",),
