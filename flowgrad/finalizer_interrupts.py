@@ -18,6 +18,7 @@ before, unchanged.
 """
 import _thread
 import sys
+import threading
 import time
 
 _previous = [None]     # the hook that was in force
@@ -49,7 +50,9 @@ def _unstarted(tb, code):
 def hook(unraisable) -> None:
     """The ``sys.unraisablehook`` that ``install`` sets (see the module doc)."""
     exc = unraisable.exc_type
-    if exc is not None and issubclass(exc, KeyboardInterrupt) and ours(unraisable.object):
+    # (in another thread a KeyboardInterrupt is no Ctrl-C, which only the main thread gets)
+    if exc is not None and issubclass(exc, KeyboardInterrupt) and ours(unraisable.object) \
+            and threading.current_thread() is threading.main_thread():
         try:
             fn = getattr(unraisable.object, "__func__", unraisable.object)
             frame = _unstarted(unraisable.exc_traceback, fn.__code__)

@@ -64,6 +64,22 @@ spin(0.3)
 print(got == [signal.SIGINT])
 """
 
+# a KeyboardInterrupt in another thread's finalizer is no Ctrl-C (only the main thread
+# gets those): Python's behaviour, nothing sent to the main thread
+OTHER_THREAD = PRELUDE + """
+import threading
+def work():
+    t = tf.tensor([1.0]) + 1
+    interrupt_on_entry(E.tensor_del.__code__)
+    del t
+th = threading.Thread(target=work)
+th.start(); th.join()
+try:
+    print(spin(0.3))
+except KeyboardInterrupt:
+    print("interrupted")
+"""
+
 NOT_OURS = PRELUDE + """
 class Mine:
     def __del__(self):
@@ -99,6 +115,11 @@ def test_an_interrupted_pullback_finalizer_still_releases_its_recording():
 def test_the_interrupt_goes_to_the_sigint_handler_in_force():
     out, err = run(USER_HANDLER)
     assert out == ["True"], (out, err)
+
+
+def test_another_threads_finalizer_keeps_pythons_behaviour():
+    out, err = run(OTHER_THREAD)
+    assert out == ["not", "interrupted"] and "Exception ignored in" in err, (out, err)
 
 
 def test_other_finalizers_keep_pythons_behaviour():
