@@ -6,7 +6,9 @@ floor for flowgrad eager, tf.jit (the NumPy replay; native code; the NumPy repla
 threads), PyTorch eager and JAX jit (issue 29's comparison: ``python -m bench --peers``).
 ``--threads N`` sets tf.jit's default thread count (1 otherwise: every row runs on one
 thread, except those marked "2 threads"; JAX's only under ``taskset -c N``, see
-bench/peers.py).
+bench/peers.py). ``--isa avx2`` runs on an AVX-512 x86 machine the code paths an AVX2-only
+one takes (NumPy's loops, OpenBLAS's kernels, numba's, PyTorch's and XLA's): a proxy for
+such a machine's instructions, not for its caches, memory or clock.
 
 Workloads in OPT_IN run only when named: ``python -m bench jitcost`` (tf.jit native's
 compile and cache-load times, in fresh processes: bench/jit_cost.py)."""
@@ -35,7 +37,16 @@ def main(argv=None):
                    help="one line per workload: flowgrad eager/jit beside torch and jax")
     p.add_argument("--threads", type=int, default=None,
                    help="tf.jit's default thread count (default 1)")
+    p.add_argument("--isa", choices=["avx2"], default=None,
+                   help="run every side on the AVX2 code paths (x86 only; see isa_env)")
     args = p.parse_args(argv)
+    if args.isa and os.environ.get("FLOWGRAD_BENCH_ISA") != args.isa:
+        # every library reads its setting when it loads: start again with them set
+        env = {**os.environ, **isa_env(args.isa), "FLOWGRAD_BENCH_ISA": args.isa}
+        rest = sys.argv[1:] if argv is None else list(argv)
+        os.execve(sys.executable, [sys.executable, "-m", "bench", *rest], env)
+    if args.isa:
+        print(isa_banner())
     # tf.jit's default thread count: one (every row runs on one thread) unless asked;
     # rows marked "2 threads" pass threads=2 themselves
     import flowgrad as tf
@@ -51,6 +62,39 @@ def main(argv=None):
             print(f"{label:54} {fg * scale:9.3f} {unit:>2} {floor * scale:9.3f} {unit:>2} "
                   f"{fg / floor:7.2f}")
     return 0
+
+
+def isa_env(isa: str) -> dict:
+    """The environment that keeps each library to ``isa``'s instructions: NumPy's
+    dispatched loops above it switched off by name, OpenBLAS's Haswell kernels (what it runs
+    on AVX2 AMD and Intel alike), numba's and XLA's code generated for that level, PyTorch's
+    kernels and its MKL/oneDNN capped there."""
+    import platform
+    if isa != "avx2" or platform.machine().lower() not in ("x86_64", "amd64"):
+        raise SystemExit(f"--isa {isa}: only avx2, on x86-64 (this is {platform.machine()})")
+    from numpy._core._multiarray_umath import __cpu_dispatch__
+    above = [f for f in __cpu_dispatch__ if f.startswith("AVX512") or f == "X86_V4"]
+    return {"NPY_DISABLE_CPU_FEATURES": " ".join(above),
+            "OPENBLAS_CORETYPE": "Haswell",
+            "NUMBA_CPU_NAME": "haswell",
+            "ATEN_CPU_CAPABILITY": "avx2",
+            "MKL_ENABLE_INSTRUCTIONS": "AVX2",
+            "DNNL_MAX_CPU_ISA": "AVX2",
+            "XLA_FLAGS": (os.environ.get("XLA_FLAGS", "") + " --xla_cpu_max_isa=AVX2").strip()}
+
+
+def isa_banner() -> str:
+    """What --isa set, and what NumPy says it now dispatches to (checked, not assumed)."""
+    from numpy._core._multiarray_umath import __cpu_features__
+    on = [f for f, v in __cpu_features__.items() if v and (f.startswith("AVX512")
+                                                            or f == "X86_V4")]
+    dispatched = [f for f in on if f in os.environ.get("NPY_DISABLE_CPU_FEATURES", "")]
+    if dispatched:
+        raise SystemExit(f"--isa: NumPy still dispatches to {dispatched}")
+    keys = ("NPY_DISABLE_CPU_FEATURES", "OPENBLAS_CORETYPE", "NUMBA_CPU_NAME",
+            "ATEN_CPU_CAPABILITY", "XLA_FLAGS")
+    return (f"# --isa {os.environ['FLOWGRAD_BENCH_ISA']}: "
+            + "; ".join(f"{k}={os.environ.get(k, '')}" for k in keys))
 
 
 COLUMNS = ("eager", "tf.jit", "jit native", "jit 2 threads", "torch", "jax")
