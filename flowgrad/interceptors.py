@@ -191,3 +191,35 @@ def _compose_watches():
     y_hook = _chain([w.y for w in ws if w.y is not None])
     dx_hook = dx
     tracer = traces[0] if traces else None
+    _jit_flags()
+
+
+# ---------------------------------------------------------------- what a tf.jit replay skips
+
+# A replay runs no Python per kernel or gradient: it reads no value out, calls no dx watch
+# (check_numerics' backward check, explain_gradient, graph) and no gradient hook. So while a
+# reader or a dx watch is on, jitted functions run fn eagerly (``eager_only``), and while
+# some tensor has a gradient hook (tf.debug.on_gradient, register_hook on an input) they
+# look whether it is one of theirs (``jit_guard``: one read on a replay's fast path).
+eager_only = False
+jit_guard = False
+_hooked = False     # some tensor has a source gradient hook (flowgrad/debug/hooks.py)
+
+
+def set_hooked(present):
+    """Whether any tensor has a source gradient hook now (told by flowgrad/debug/hooks.py
+    after each change; True too early or too late is safe, False too early is not)."""
+    global _hooked
+    with _lock:
+        _hooked = bool(present)
+        _jit_flags()
+
+
+def _jit_flags():
+    global eager_only, jit_guard
+    eager = reader is not None or dx_hook is not None
+    guard = eager or _hooked
+    if guard:               # (raised before eager_only falls, lowered after: never a gap)
+        jit_guard = True
+    eager_only = eager
+    jit_guard = guard

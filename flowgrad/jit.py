@@ -36,6 +36,7 @@ from . import engine as E
 from . import float_errors
 from .float_errors import QUIET as _QUIET, fpe_put as _fpe_put, fpe_saved as _fpe_saved
 from . import interceptors
+from . import tape as _tape
 from . import user_frames
 from .arg_checks import as_int, check_arity
 from .errors import ArgumentError, JitError, MissingDependencyError
@@ -99,6 +100,17 @@ class _Tracer:
         self.paused += 1
         try:
             fn(*[E.host_view(t._data) for t in tensors])
+        finally:
+            self.paused -= 1
+
+    def untraced(self, fn, *args):
+        """``fn(*args)`` outside the trace, which then becomes no program (the function
+        runs eagerly for these shapes): Python that must run at every call, which a
+        replay would skip (a gradient hook)."""
+        self.untraceable = True
+        self.paused += 1
+        try:
+            return fn(*args)
         finally:
             self.paused -= 1
 
@@ -219,6 +231,7 @@ class _Program:
                  backend="numpy", label="fn"):
         self.template = template
         self.watch = watch          # the tensors and variables it read by name, or None
+        self.var_ids = frozenset()  # ids of the variables it reads (set by _trace)
         self.out_kinds = [r[0] for r in out_refs]
         self.backend = backend
         self.lowering = None if backend == "numpy" else \
@@ -656,7 +669,12 @@ def jit(fn: Any = None, *, max_traces: int = MAX_TRACES, threads: int | None = N
 
     The same results as calling fn, for functions whose Python control flow does not
     depend on tensor values. Inside a recording gradient function fn runs eagerly (so it
-    can be differentiated).
+    can be differentiated). So it does while ``tf.debug.check_numerics``, debug mode or
+    ``explain_gradient`` is on (a replay runs each kernel and gradient with no Python
+    around it, which those tools must see), for the shapes whose trace ran a gradient hook
+    (``register_hook`` inside fn), and in a call where a tensor with a hook
+    (``tf.debug.on_gradient``, ``register_hook``) is an argument or a variable fn reads:
+    every hook runs at every call, registered before or after the trace.
 
     Chains of elementwise kernels (forward and backward) on arrays of 1 MB or more are
     fused (flowgrad/fusion.py): each chain runs block by block (128 KB) through
@@ -765,11 +783,13 @@ def jit(fn: Any = None, *, max_traces: int = MAX_TRACES, threads: int | None = N
 
     @functools.wraps(fn)
     def wrapper(*args):
-        if interceptors.reader is not None or LOCAL.s.recording or _batching.users:
-            # differentiated (is_recording, inlined), inside an outer trace, or inside
-            # tf.vmap (batched tensors: the trace would see per-example shapes): eagerly
+        guard = interceptors.jit_guard
+        if guard and interceptors.eager_only or LOCAL.s.recording or _batching.users:
+            # differentiated (is_recording, inlined), inside an outer trace, inside tf.vmap
+            # (batched tensors: the trace would see per-example shapes), or while a tool
+            # must see every kernel or gradient (check_numerics, explain_gradient): eagerly
             return fn(*args)
-        if not args:
+        if not args and not guard:
             call = calls.get(())
             if call is not None:
                 return call(()) if call is not _EAGER else fn()
@@ -783,7 +803,9 @@ def jit(fn: Any = None, *, max_traces: int = MAX_TRACES, threads: int | None = N
         key = tuple((a.shape, a.dtype) for a in arrays)
         call = calls.get(key)
         if call is not None:
-            return call(arrays) if call is not _EAGER else fn(*args)
+            if call is _EAGER or guard and _hooks_reach(programs.get(key), ts):
+                return fn(*args)
+            return call(arrays)
         check_arity(fn, len(args), "tf.jit(fn)(*args)")     # (only on a trace: cheap)
         if not _tracing.acquire(blocking=False):
             return fn(*args)           # another thread is tracing: this call runs eagerly
@@ -815,7 +837,18 @@ def jit(fn: Any = None, *, max_traces: int = MAX_TRACES, threads: int | None = N
     return wrapper
 
 
-_EAGER = object()       # a program for these shapes: run fn eagerly (it uses tf.vmap)
+_EAGER = object()   # a program for these shapes: run fn eagerly (tf.vmap, hooks in it)
+
+
+def _hooks_reach(prog, ts):
+    """Whether a tensor with a gradient hook is one of this call's arguments or a variable
+    ``prog`` reads: a replay would skip the hook, so fn runs eagerly, hooks and all."""
+    var_ids = prog.var_ids if prog is not None else ()
+    for ref, _ in list(_tape.source_hooks.values()):
+        x = ref()
+        if x is not None and (id(x) in var_ids or any(x is t for t in ts)):
+            return True
+    return False
 
 
 def _trace(fn, ts, threads=None, backend="numpy", label="fn"):
@@ -845,8 +878,11 @@ def _trace(fn, ts, threads=None, backend="numpy", label="fn"):
     leaves = []
     template = _flatten(result, leaves)
     out_refs = [tr.ref(t) for t in leaves]
-    watch = captures.watch(*_outside_reads(tr, out_refs))
-    return result, _Program(tr, len(ts), out_refs, template, threads, watch, backend, label)
+    reads = _outside_reads(tr, out_refs)
+    watch = captures.watch(*reads)
+    prog = _Program(tr, len(ts), out_refs, template, threads, watch, backend, label)
+    prog.var_ids = frozenset(reads[1])
+    return result, prog
 
 
 def _outside_reads(tr, out_refs):

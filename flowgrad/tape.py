@@ -345,6 +345,14 @@ def _backprop(y, dy, xs, sess, batch, settle=None):
 
 
 def _run_hooks(fns, g):
+    tr = interceptors.tracer
+    if tr is not None and tr.traces_this_thread():
+        # a replay would run no hook: this signature of the jitted function stays eager
+        return tr.untraced(_call_hooks, fns, g)
+    return _call_hooks(fns, g)
+
+
+def _call_hooks(fns, g):
     for fn in list(fns):
         r = fn(g)
         if r is not None:

@@ -58,6 +58,7 @@ class HookHandle:
                         self._table.pop(self._key, None)
                 else:
                     self._table.pop(self._key, None)
+            interceptors.set_hooked(bool(tape.source_hooks))
 
     def __enter__(self):
         return self
@@ -107,8 +108,10 @@ def _source_hook(t, fn):
 
             def forget(_, key=key):
                 tape.source_hooks.pop(key, None)
+                interceptors.set_hooked(bool(tape.source_hooks))
             entry = tape.source_hooks[id(t)] = (weakref.ref(t, forget), [])
         entry[1].append(fn)
+        interceptors.set_hooked(True)       # (after the entry: tf.jit then finds it)
     return HookHandle(tape.source_hooks, id(t), None, fn)
 
 
