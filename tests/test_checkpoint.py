@@ -75,6 +75,48 @@ def test_a_restored_run_continues_bit_for_bit(kind, tmp_path):
         opt.dispose()
 
 
+@pytest.mark.parametrize("kind", [k for k in OPTIMIZERS if k != "sgd"])
+def test_slots_made_after_the_save_are_reset_by_the_restore(kind, tmp_path):
+    # the variable b had no step (so no slots) when the file was saved, then got some: a
+    # restore into the same optimizer must give b's slots their first values back
+    model, opt = Model(), OPTIMIZERS[kind]()
+    try:
+        for _ in range(2):
+            opt.minimize(lambda: model.w1.square().sum())       # b1 and w2: no slots yet
+        ckpt = tf.train.Checkpoint(optimizer=opt, model=model.variables())
+        path = ckpt.save(tmp_path / "ckpt")
+        want = _train(opt, model, 5)
+        after = _state(opt, model)
+        ckpt.restore(path)
+        assert _train(opt, model, 5) == want
+        assert _state(opt, model) == after
+    finally:
+        model.dispose()
+        opt.dispose()
+
+
+@pytest.mark.parametrize("make, live", [
+    (lambda: tf.train.momentum(0.1, 0.9), lambda: tf.train.momentum(0.1, 0.9, True)),
+    (lambda: tf.train.rmsprop(0.1, centered=True), lambda: tf.train.rmsprop(0.1)),
+    (lambda: tf.train.adadelta(0.5), lambda: tf.train.adadelta(0.5, use_updated_accumulator=True)),
+])
+def test_a_file_saved_with_other_optimizer_switches_is_a_mismatch(make, live, tmp_path):
+    w = tf.variable(tf.tensor([1.0, 2.0]))
+    saved, other = make(), live()
+    try:
+        saved.minimize(lambda: w.square().sum())
+        path = tf.train.Checkpoint(opt=saved, w=w).save(tmp_path / "c")
+        before = w.numpy().copy()
+        w.assign(tf.tensor([5.0, 5.0]))
+        with pytest.raises(tf.errors.CheckpointError, match="of optimizer 'opt': expected"):
+            tf.train.Checkpoint(opt=other, w=w).restore(path)
+        np.testing.assert_array_equal(w.numpy(), [5.0, 5.0])    # nothing restored
+        tf.train.Checkpoint(opt=make(), w=w).restore(path)
+        np.testing.assert_array_equal(w.numpy(), before)
+    finally:
+        tf.dispose(w)
+
+
 def test_restore_in_another_process_with_new_variable_names(tmp_path):
     model, opt = Model(), tf.train.adam(0.05)
     try:

@@ -268,6 +268,35 @@ def test_get_config_defaults_and_camel_keys():
     assert tf.train.SGDOptimizer is tf.SGDOptimizer
 
 
+NON_DEFAULT = {     # every constructor option set away from its default
+    "momentum": lambda: tf.train.momentum(0.1, 0.8, use_nesterov=True, clip_value=0.7),
+    "adagrad": lambda: tf.train.adagrad(0.1, initial_accumulator_value=0.3),
+    "adadelta": lambda: tf.train.adadelta(0.5, 0.8, 1e-4, use_updated_accumulator=True),
+    "adam": lambda: tf.train.adam(0.05, 0.8, 0.9, 1e-4, clip_norm=2.0),
+    "adamw": lambda: tf.train.adamw(0.05, weight_decay=0.2, beta1=0.7),
+    "adamax": lambda: tf.train.adamax(0.05, 0.8, 0.9, 1e-4, 0.01),
+    "rmsprop": lambda: tf.train.rmsprop(0.05, 0.8, 0.5, 1e-4, True, global_clip_norm=1.5),
+}
+
+
+@pytest.mark.parametrize("kind", list(NON_DEFAULT))
+def test_from_config_rebuilds_the_same_update(kind):
+    # the same config, and the same steps: an option missing from get_config would
+    # rebuild its default silently (Adadelta's use_updated_accumulator did)
+    opt = NON_DEFAULT[kind]()
+    again = type(opt).from_config(opt.get_config())
+    assert again.get_config() == opt.get_config()
+    ws = []
+    for o in (opt, again):
+        w = tf.variable(tf.tensor([0.5, -1.5, 2.0]))
+        for _ in range(3):
+            o.minimize(lambda w=w: w.square().sum().add(w.sin().sum()))
+        ws.append(w.numpy().tobytes())
+        tf.dispose(w)
+        o.dispose()
+    assert ws[0] == ws[1]
+
+
 @pytest.mark.parametrize("call, match", [
     (lambda: tf.train.sgd(), "learning_rate for SGDOptimizer must be defined."),
     (lambda: tf.train.rmsprop(), "learning_rate for RMSPropOptimizer must be defined."),
@@ -276,6 +305,9 @@ def test_get_config_defaults_and_camel_keys():
     (lambda: tf.train.sgd(np.True_), "learning_rate must be a number or a schedule"),
     (lambda: tf.train.sgd(np.float32("nan")), "learning_rate must be a number or a schedule"),
     (lambda: tf.train.sgd(0.1, clip_norm=0), "clip_norm must be positive"),
+    (lambda: tf.train.adam(0.1, bta1=0.9), r"AdamOptimizer: unknown option\(s\) 'bta1' "
+                                           r"\(did you mean 'beta1'\?\); it takes learning_rate"),
+    (lambda: tf.train.momentum(0.1, 0.9, useNesterov=True), "did you mean 'use_nesterov'"),
     (lambda: tf.train.sgd(0.1).apply_gradients({"no_such_var": tf.scalar(1.0)}),
      "no variable named 'no_such_var' is registered"),
     (lambda: tf.train.sgd(0.1).apply_gradients(5), "apply_gradients\\(\\) takes a mapping"),
@@ -391,6 +423,22 @@ def test_global_norm_and_clip_by_global_norm():
     assert small[0].item() == pytest.approx(0.3)
     nan, _ = tf.clip_by_global_norm([tf.tensor([math.inf])], 1.0)
     assert math.isnan(nan[0].item())
+
+
+def test_global_clipping_of_float32_and_float64_together():
+    # each tensor keeps its dtype; the norm is over both (by hand: grads 2a = [6, 8] and
+    # 2d = [2, 4], norm √120, scaled to 1)
+    c, norm = tf.clip_by_global_norm([tf.tensor([3.0]), tf.tensor(np.array([4.0]))], 1.0)
+    assert [t.dtype for t in c] == ["float32", "float64"] and norm.dtype == "float64"
+    a = tf.variable(tf.tensor([3.0, 4.0]))
+    d = tf.variable(tf.tensor(np.array([1.0, 2.0])))
+    tf.train.sgd(1.0, global_clip_norm=1.0).minimize(
+        lambda: (a * a).sum() + (d * d).sum().cast("float32"))
+    n = math.sqrt(120)
+    assert a.dtype == "float32" and d.dtype == "float64"
+    np.testing.assert_allclose(a.numpy(), [3 - 6 / n, 4 - 8 / n], rtol=1e-6)
+    np.testing.assert_allclose(d.numpy(), [1 - 2 / n, 2 - 4 / n], rtol=1e-14)
+    tf.dispose([a, d])
 
 
 def test_clip_by_value_gradient_at_the_bounds():

@@ -321,6 +321,7 @@ def _restore(ckpt, path, tensors, manifest, partial):
                                       f"restored")
             if info["class"] != opt.class_name:
                 raise _mismatch(path, f"optimizer '{opath}'", opt.class_name, info["class"])
+            _check_options(path, opath, opt, info["config"])
             opt.check_alive()
             update.prune(opt)
             plan = update.Plan(opt, as_int(info["iterations"], "iterations", path, 0),
@@ -343,6 +344,14 @@ def _restore(ckpt, path, tensors, manifest, partial):
                                         list(var.shape),
                                         "nothing" if arr is None else list(arr.shape))
                     plan.put(live[slot], _carrier(arr, live[slot]))
+            for vpath, var in lay.variables.items():
+                entry = opt.slot_table.get(id(var))
+                if vpath in info["slots"] or entry is None or entry[0]() is not var:
+                    continue
+                # slots made after the save (the variable had no step then): back to their
+                # first values, as they were in the run that saved
+                for slot, first in opt.slot_init(var).items():
+                    plan.put(entry[1][slot], first)
     except BaseException:
         for p in plans:
             p.abandon()
@@ -355,6 +364,17 @@ def _restore(ckpt, path, tensors, manifest, partial):
             int(manifest.get("save_counter", 0)))
     with update.STATE_LOCK:
         update.commit_fully(_commit, args)       # (an interrupt: the restore completes)
+
+
+def _check_options(path, opath, opt, saved):
+    """An optimizer's switches (use_nesterov, centered, use_updated_accumulator) choose its
+    update rule and slots: the program's, never changed by a restore, so a file saved with
+    others is a mismatch (a resumed run would silently follow another rule)."""
+    live = opt.get_config()
+    for key in sorted({k for c in (live, saved) for k, v in c.items() if isinstance(v, bool)}):
+        want, found = bool(live.get(key, False)), bool(saved.get(key, False))
+        if want != found:
+            raise _mismatch(path, f"{key} of optimizer '{opath}'", want, found)
 
 
 def _hyper(opt, saved):

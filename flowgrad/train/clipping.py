@@ -87,9 +87,17 @@ def clip_by_global_norm(tensors: Sequence[TensorLike | None], clip_norm: float,
                              f"norm), got a tensor of shape {list(norm.shape)}")
     # c * min(1/norm, 1/c): 1 when the norm is small, c/norm otherwise (NaN if norm is)
     scale = (norm.reciprocal().minimum(1.0 / c)) * c
-    out = [None if t is None else convert(t, f"tensors[{i}]", "clip_by_global_norm") * scale
+    out = [None if t is None else
+           _scaled(convert(t, f"tensors[{i}]", "clip_by_global_norm"), scale)
            for i, t in enumerate(tensors)]
     return out, norm
+
+
+def _scaled(t, scale):
+    # each tensor keeps its dtype (as TF's clip_by_global_norm casts the scale): the norm of
+    # float32 and float64 tensors together is float64, and a float32 gradient times it
+    # became float64, which its variable refused
+    return t * (scale if scale.dtype == t.dtype else scale.cast(t.dtype))
 
 
 def _tensors(tensors, fn):

@@ -82,8 +82,10 @@ class Optimizer(CamelCase):
         add_camel_aliases(cls, set(cls._config_keys))
 
     def __init__(self, learning_rate: LearningRate | None, clip_value: float | None = None,
-                 clip_norm: float | None = None, global_clip_norm: float | None = None
-                 ) -> None:
+                 clip_norm: float | None = None, global_clip_norm: float | None = None,
+                 **unknown: Any) -> None:
+        if unknown:
+            raise _unknown_options(type(self), unknown)
         if learning_rate is None:
             raise ArgumentError(f"learning_rate for {self.class_name}Optimizer must be defined.")
         self._learning_rate = _check_lr(learning_rate, self.class_name)
@@ -498,6 +500,21 @@ class AdagradOptimizer(Optimizer):
         return (g / (new_acc + EPSILON).sqrt()) * -lr + var, {"accumulator": new_acc}
 
 
+def _unknown_options(cls, unknown):
+    """The error for keyword arguments no constructor of ``cls`` takes, naming the close
+    ones it does take (a typo, or TF.js's camelCase spelling of a snake_case option)."""
+    import difflib
+    known = [p.name for p in inspect.signature(cls).parameters.values()
+             if p.kind is not p.VAR_KEYWORD] + list(_CLIP)
+    known = list(dict.fromkeys(known))
+    hints = []
+    for k in unknown:
+        close = difflib.get_close_matches(camel_to_snake(k), known, n=1)
+        hints.append(f"{k!r}" + (f" (did you mean {close[0]!r}?)" if close else ""))
+    return ArgumentError(f"{cls.__name__}: unknown option(s) {', '.join(hints)}; it takes "
+                         f"{', '.join(known)}")
+
+
 class AdadeltaOptimizer(Optimizer):
     """TF.js's Adadelta: Δ = √(Ex + ε)/√(Eg + ε)·g with the accumulator Eg of the previous
     step (so the first step is Δ = g); ``use_updated_accumulator=True`` uses this step's Eg
@@ -514,6 +531,19 @@ class AdadeltaOptimizer(Optimizer):
         self.epsilon = _eps(epsilon, self)
         self.use_updated_accumulator = _option(use_updated_accumulator,
                                                "use_updated_accumulator", self)
+
+    def get_config(self) -> ConfigDict:
+        """TF.js's keys, and ``use_updated_accumulator`` when it is on (flowgrad's).
+
+        >>> import flowgrad as tf
+        >>> o = tf.train.adadelta(0.5, use_updated_accumulator=True)
+        >>> type(o).from_config(o.get_config()).use_updated_accumulator
+        True
+        """
+        cfg = super().get_config()
+        if self.use_updated_accumulator:
+            cfg["use_updated_accumulator"] = True
+        return cfg
 
     def slot_init(self, var):
         return {"accum_grad": OPS["zeros_like"](var), "accum_var": OPS["zeros_like"](var)}
