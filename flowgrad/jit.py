@@ -25,6 +25,7 @@ import functools
 from typing import Any, Callable, TypeVar, overload
 import threading
 import time
+import weakref
 
 import numpy as np
 
@@ -44,6 +45,7 @@ from .camel_case import Result
 from .ops import PRIMITIVES
 from .thread_state import LOCAL
 from .replay_buffers import Recycled, plan, ufunc_target
+from . import tensor as _tensor_module
 from .tensor import Tensor, Variable, convert
 
 MAX_TRACES = 32
@@ -66,6 +68,8 @@ class _Tracer:
         # backend="native": slot -> the user's line whose op made it (for its warning)
         self.sites = {} if sites else None
         self.paused = 0            # >0 while a tf.debug.callback runs: its work is not traced
+        self.untraceable = False   # True: no program (tf.vmap or a gradient hook ran inside)
+        self.variables_changed = False     # this thread created or disposed a variable
 
     def new_slot(self, t):
         k = len(self.meta)
@@ -333,8 +337,10 @@ class _Program:
     def explain(self, key, why="backend 'numpy'"):
         """What runs native and what stays NumPy, for the signature ``key`` (``why``: why
         a program of the NumPy backend is one)."""
-        sig = ", ".join(f"{np.dtype(dt).name}{list(shape)}" for shape, dt in key) if \
-            isinstance(key, tuple) else "()"
+        sig = ", ".join(f"{np.dtype(e[1]).name}{list(e[0])}" if len(e) == 2 and
+                        isinstance(e[0], tuple) and not isinstance(e[1], int) else
+                        "variables " + ", ".join(f"args[{i}]" for i, _ in e)
+                        for e in key) if isinstance(key, tuple) else "()"
         head = f"signature ({sig}):"
         low = self.lowering
         if low is None:
@@ -697,7 +703,11 @@ def jit(fn: Any = None, *, max_traces: int = MAX_TRACES, threads: int | None = N
     name; and the objects held there that the trace ran with (an optimizer whose
     ``minimize`` fn calls, a model holding the weights). Not checked (still constants):
     longer attribute chains, tensors made inside fn from Python data, and Python numbers.
-    The check costs about 50 ns per name watched.
+    The check costs about 50 ns per name watched. A variable passed as an argument is part
+    of the signature (each such variable traces once, and its replays update that very
+    variable); setting a variable's ``trainable`` flag drops every trace, since a traced
+    ``minimize`` chose the variables it trains; a list of tensors as an argument is a
+    ``JitError`` (a trace would make it one constant): pass them one by one.
 
     >>> import flowgrad as tf
     >>> step = tf.jit(tf.grad(lambda x: (x.sin() * x).sum()))
@@ -793,14 +803,20 @@ def jit(fn: Any = None, *, max_traces: int = MAX_TRACES, threads: int | None = N
             call = calls.get(())
             if call is not None:
                 return call(()) if call is not _EAGER else fn()
-        ts = [a if isinstance(a, Tensor) else convert(a, f"args[{i}]", "jit")
+        ts = [a if isinstance(a, Tensor) else _argument(a, i, label)
               for i, a in enumerate(args)]
         arrays = []
-        for t in ts:
+        held = None
+        for i, t in enumerate(ts):
             if t._disposed:
                 t.throw_if_disposed()
             arrays.append(t._data)
+            if isinstance(t, Variable):
+                # a variable argument is state: its trace assigns that very variable
+                held = (held or ()) + ((i, id(t)),)
         key = tuple((a.shape, a.dtype) for a in arrays)
+        if held:
+            key += (held,)
         call = calls.get(key)
         if call is not None:
             if call is _EAGER or guard and _hooks_reach(programs.get(key), ts):
@@ -810,7 +826,10 @@ def jit(fn: Any = None, *, max_traces: int = MAX_TRACES, threads: int | None = N
         if not _tracing.acquire(blocking=False):
             return fn(*args)           # another thread is tracing: this call runs eagerly
         try:
+            epoch = _epoch[0]
             result, prog = _trace(fn, ts, threads, backend, label)
+            if epoch != _epoch[0]:
+                return result       # traces were dropped meanwhile: this one may be stale
             if len(programs) >= max_traces:      # (under the lock: one writer at a time)
                 old = next(iter(programs))
                 calls.pop(old, None)
@@ -834,7 +853,39 @@ def jit(fn: Any = None, *, max_traces: int = MAX_TRACES, threads: int | None = N
 
     wrapper.traces = programs  # type: ignore[attr-defined]
     wrapper.explain = explain  # type: ignore[attr-defined]
+    _caches[id(wrapper)] = (programs, calls)
+    weakref.finalize(wrapper, _caches.pop, id(wrapper), None)
     return wrapper
+
+
+# every jitted function's traces (id of its wrapper -> (programs, calls)), for the state
+# changes after which no trace may replay: a variable's trainable flag (which variables a
+# trace's minimize trains was chosen when it traced)
+_caches: dict[int, tuple[dict, dict]] = {}
+_epoch = [0]
+
+
+def drop_all_traces(*_):
+    """Forget every jitted function's traces: each traces again at its next call."""
+    with _tracing:
+        _epoch[0] += 1
+        for programs, calls in list(_caches.values()):
+            calls.clear()
+            programs.clear()
+
+
+_tensor_module.on_trainable_change.append(drop_all_traces)
+
+
+def _argument(a, i, label):
+    """A jitted function's argument that is not a tensor, as a tensor (never a list of
+    tensors or variables stacked into a constant: a replay would not read them again)."""
+    if isinstance(a, (list, tuple)) and any(isinstance(x, Tensor) for x in a):
+        raise JitError(f"tf.jit({label}): args[{i}] is a {type(a).__name__} of tensors, "
+                       f"which a trace would turn into one constant tensor; pass each "
+                       f"tensor as its own argument (*tensors), or stack them with "
+                       f"tf.stack first")
+    return convert(a, f"args[{i}]", "jit")
 
 
 _EAGER = object()   # a program for these shapes: run fn eagerly (tf.vmap, hooks in it)
@@ -852,12 +903,10 @@ def _hooks_reach(prog, ts):
 
 
 def _trace(fn, ts, threads=None, backend="numpy", label="fn"):
-    from .tensor import all_variables
     tr = _Tracer(sites=backend == "native")
     for t in ts:
         tr.new_slot(t)
     captures = jit_closures.find(fn)      # what fn reaches by name, before it runs
-    n_vars = len(all_variables())
     w = interceptors.watch("trace", owner=tr, read=tr.on_read, assign=tr.on_assign)
     try:
         interceptors.set_layer("trace", tr.run_kernel, tr.make_tensor, tr.link)
@@ -869,9 +918,9 @@ def _trace(fn, ts, threads=None, backend="numpy", label="fn"):
         except BaseException:       # (interrupted on the way out: the tracer must go)
             interceptors.set_layer("trace", None)
             raise
-    if getattr(tr, "untraceable", False):
+    if tr.untraceable:
         return result, None     # tf.vmap ran inside: its batched kernels bypass the trace
-    if len(all_variables()) != n_vars:
+    if tr.variables_changed:
         raise JitError("tf.jit: the function created or disposed variables while being "
                        "traced; a replay would not: create variables outside the jitted "
                        "function.")

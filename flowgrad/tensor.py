@@ -425,7 +425,21 @@ class Variable(Tensor):
     2.0
     >>> w.dispose()
     """
-    __slots__ = ("name", "trainable")
+    __slots__ = ("name", "_trainable")
+
+    @property
+    def trainable(self) -> bool:
+        """Whether ``minimize`` and ``variable_grads`` (without a var_list) train it; it may
+        change at any time, and tf.jit's traces follow (they trace again)."""
+        return self._trainable
+
+    @trainable.setter
+    def trainable(self, value: bool) -> None:
+        value = flag(value, "trainable", "Variable.trainable")
+        if value != self._trainable:
+            self._trainable = value
+            for fn in list(on_trainable_change):
+                fn(self)
 
     def assign(self, value: Any) -> Variable:
         """Replace the value (same dtype and shape). Returns the variable itself.
@@ -464,6 +478,7 @@ class Variable(Tensor):
         if not self._disposed:
             if _VARIABLES.get(self.name) is self:
                 del _VARIABLES[self.name]
+                _registry_changed()
             E.dispose_tensor(self)
 
     def _repr_name(self):
@@ -525,7 +540,16 @@ def variable(initial_value: Any, trainable: bool = True, name: str | None = None
         raise VariableError(f"Variable with name {name} was already registered")
     v = _new_variable(init, name, trainable)
     _VARIABLES[name] = v
+    _registry_changed()
     return v
+
+
+def _registry_changed():
+    # tf.jit refuses a trace that creates or disposes variables (a replay would not): the
+    # tracer counts this thread's changes, never another thread's
+    tr = interceptors.tracer
+    if tr is not None and tr.traces_this_thread():
+        tr.variables_changed = True
 
 
 def slot_variable(initial_value, name):
@@ -533,6 +557,11 @@ def slot_variable(initial_value, name):
     disposed by its optimizer (two optimizers may hold slots of the same variable)."""
     init = convert(initial_value, "initial_value", "slot_variable")
     return _new_variable(init, name, False)
+
+
+# fn(variable) after a variable's trainable flag changed (tf.jit drops its traces, which
+# chose the variables to train when they were made)
+on_trainable_change: list = []
 
 
 def _new_variable(init, name, trainable):
@@ -544,7 +573,7 @@ def _new_variable(init, name, trainable):
     v._node = None
     v._pin = None
     v.name = name
-    v.trainable = bool(trainable)
+    v._trainable = bool(trainable)
     E.account_new(v, shares=init)      # (sets the live flags: an unfinished v uncounts nothing)
     return v
 

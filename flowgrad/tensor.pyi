@@ -1478,6 +1478,7 @@ class Variable(Tensor):
     2.0
     >>> w.dispose()"""
     def _repr_name(self) -> str: ...
+    _trainable: bool
     def assign(self, value: Any) -> Variable:
         """Replace the value (same dtype and shape). Returns the variable itself.
 
@@ -1485,7 +1486,10 @@ class Variable(Tensor):
     def dispose(self) -> None:
         """Free the variable and unregister its name."""
     name: str
-    trainable: bool
+    @property
+    def trainable(self) -> bool:
+        """Whether ``minimize`` and ``variable_grads`` (without a var_list) train it; it may
+        change at any time, and tf.jit's traces follow (they trace again)."""
 
 
 class _MomentsResult(tuple[Tensor, Tensor]):
@@ -1514,6 +1518,8 @@ def _from_foreign(x, where) -> Any:
 def _has_float64(values) -> Any: ...
 
 def _new_variable(init, name, trainable) -> Any: ...
+
+def _registry_changed() -> None: ...
 
 def _type_name(x) -> Any:
     """``torch.Tensor``, ``numpy.ndarray``, ``int``: the type with its module (another
