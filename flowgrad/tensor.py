@@ -662,6 +662,15 @@ def to_array(values, dtype=None, where="tensor"):
                             f"library's arrays are read through __dlpack__ or __array__)")
     target = dtypes.NP[dtype or src]
     if arr.dtype != target:
+        if target == np.int32 and arr.dtype.kind in "iu" and arr.size and \
+                arr.dtype.itemsize >= (4 if arr.dtype.kind == "u" else 8):
+            # int64 (NumPy's default), uint32, torch's int64...: refused beyond int32, never
+            # wrapped around
+            lo, hi = int(arr.min()), int(arr.max())
+            if lo < dtypes.INT32_MIN or hi > dtypes.INT32_MAX:
+                dtypes.check_int(lo if lo < dtypes.INT32_MIN else hi, dtypes.int32,
+                                 f"{where} (an array of {arr.dtype}; flowgrad's integers are "
+                                 f"int32: cast to float64 for larger values)")
         if target == np.int32 and arr.dtype.kind == "f":
             arr = np.trunc(arr)
         with np.errstate(invalid="ignore"):     # NaN -> int32, as TF.js: no warning

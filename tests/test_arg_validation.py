@@ -434,6 +434,23 @@ def test_one_hot_refuses_indices_beyond_int32_instead_of_overflowing():
     assert tf.one_hot(tf.tensor([2], dtype="int32"), 3).array_sync() == [[0, 0, 1]]
 
 
+@pytest.mark.parametrize("arr, shown", [
+    (np.array([3_000_000_000]), "3000000000"),           # NumPy's default int64
+    (np.array([2 ** 32 + 5]), "4294967301"),              # (it wrapped around to 5)
+    (np.array([1, -2 ** 31 - 1]), "-2147483649"),
+    (np.uint32(4_000_000_000), "4000000000"),
+    (np.array([2 ** 63 - 1], dtype=np.uint64), "9223372036854775807"),
+])
+def test_numpy_integers_beyond_int32_are_refused_not_wrapped(arr, shown):
+    with raises(ArgumentError, f"tensor() (an array of {np.asarray(arr).dtype}; flowgrad's "
+                f"integers are int32: cast to float64 for larger values): {shown} does not "
+                f"fit in int32"):
+        tf.tensor(arr)
+    # what fits converts as before, and a float dtype takes the large values
+    assert tf.tensor(np.array([2 ** 31 - 1, -2 ** 31])).array_sync() == [2 ** 31 - 1, -2 ** 31]
+    assert tf.tensor(arr, dtype="float64").array_sync() == np.asarray(arr, float).tolist()
+
+
 def test_huge_python_ints_become_floats_or_say_why_not():
     assert tf.tensor(2 ** 70).item() == pytest.approx(2.0 ** 70, rel=1e-6)   # float32
     with raises(ArgumentError, "tensor(): the integer 100000000000... (401 digits) is too "

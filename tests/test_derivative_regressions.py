@@ -165,3 +165,23 @@ def test_nan_input_sends_the_gradient_to_neither_input(op):
                                                      tf.tensor([3., 2., 1.])])
     want = [[0., 1., 1.], [1., 0., 0.]] if op is tf.maximum else [[1., 1., 0.], [0., 0., 1.]]
     assert [gp.numpy().tolist(), gq.numpy().tolist()] == want
+
+
+# ---------------------------------------------------------------- prod's rule, edge groups
+
+def test_prod_gradient_of_empty_tensors_is_empty():
+    # torch and JAX: a zero gradient of x's shape (the scan sliced n - 1 = -1 elements)
+    e = t64(np.zeros((0, 3)))
+    for f in (lambda q: tf.prod(q), lambda q: tf.prod(q, 0).sum(), lambda q: tf.prod(q, 1).sum()):
+        g = tf.grad(f)(e)
+        assert g.shape == (0, 3) and g.dtype == "float64"
+
+
+def test_prod_over_one_element_has_gradient_one_even_at_inf():
+    # d/dx of the product of a group holding only x is 1 (x·0 + 1 gave NaN at ±inf)
+    x = t64([[np.inf], [-np.inf], [2.0]])
+    np.testing.assert_array_equal(tf.grad(lambda q: tf.prod(q, 1).sum())(x).numpy(),
+                                  [[1.0], [1.0], [1.0]])
+    # and its second derivative is 0, by hand
+    h = tf.hessian(lambda q: tf.prod(q, 1).sum())(t64([[3.0], [2.0]]))
+    np.testing.assert_array_equal(h.numpy(), np.zeros((2, 1, 2, 1)))

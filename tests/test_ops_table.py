@@ -179,6 +179,17 @@ CASES = [
          [((2, 3), "nonzero")]),
     Case("norm_fro", lambda x: tf.norm(x, "fro", [0, 1]), lambda x: np.sqrt((x ** 2).sum()),
          [((2, 3), "real")]),
+    # matrix norms: axis[0] is the rows' axis, in the order given (1 ↔ inf when swapped)
+    Case("norm_1_swapped", lambda x: tf.norm(x, 1, [1, 0]),
+         lambda x: np.linalg.norm(x, 1, (1, 0)), [((2, 3), "nonzero")]),
+    Case("norm_inf_swapped", lambda x: tf.norm(x, np.inf, [1, 0]),
+         lambda x: np.linalg.norm(x, np.inf, (1, 0)), [((2, 3), "nonzero")]),
+    Case("norm_neg_inf", lambda x: tf.norm(x, -np.inf, [0, 1]),
+         lambda x: np.linalg.norm(x, -np.inf, (0, 1)), [((2, 3), "nonzero")]),
+    Case("norm_1_3d", lambda x: tf.norm(x, 1, [2, 0], True),
+         lambda x: np.linalg.norm(x, 1, (2, 0), keepdims=True), [((2, 3, 4), "nonzero")]),
+    Case("norm_inf_3d", lambda x: tf.norm(x, np.inf, [-1, -2]),
+         lambda x: np.linalg.norm(x, np.inf, (-1, -2)), [((2, 3, 4), "nonzero")]),
     # linear algebra
     Case("mat_mul", tf.mat_mul, np.matmul, [((2, 3), "real"), ((3, 4), "real")]),
     Case("mat_mul_ta", lambda a, b: tf.mat_mul(a, b, True), lambda a, b: a.T @ b,

@@ -13,7 +13,7 @@ from ..tape import is_unit, mark_unit, units
 from ._core import as_float, as_tensor, export, flag, norm_axes, norm_axis, primitive
 from .logical import where
 from .shape import broadcast_to, concat, reshape, reverse, slice, stop_gradient, transpose
-from .creation import ones
+from .creation import ones, ones_like
 
 
 def _keep_shape(shape, axes):
@@ -153,8 +153,10 @@ def _prod_others(x, axes):
     n = 1
     for a in axes:
         n *= x.shape[a]
-    if n == 1:
-        return x * 0 + 1
+    if n == 1 or x.size == 0:
+        # NOTE: no other element (not x * 0 + 1: that is NaN at ±inf); an empty x has an
+        # empty gradient (the scan below would slice n - 1 < 0 elements)
+        return ones_like(x)
     flat = reshape(xt, lead + (n,))
     left = _excl_cumprod_last(flat)
     right = reverse(_excl_cumprod_last(reverse(flat, -1)), -1)
@@ -345,7 +347,8 @@ def log_sum_exp(x, axis=None, keep_dims=False):
 @export
 def norm(x, ord="euclidean", axis=None, keep_dims=False):
     """Vector norms (ord 1, 2/'euclidean', inf, -inf, or any p > 0) over one axis or all,
-    and matrix norms ('fro', 'euclidean', 1, inf) over two axes.
+    and matrix norms ('fro', 'euclidean', 1, inf, -inf) over two axes, ``axis[0]`` the
+    rows' axis and ``axis[1]`` the columns'.
 
     >>> import flowgrad as tf
     >>> tf.norm(tf.tensor([3, 4])).print()
@@ -369,7 +372,10 @@ def norm(x, ord="euclidean", axis=None, keep_dims=False):
     if len(axes) == 1:
         out = _vector_norm(x, ord, axes[0], "norm")
     elif len(axes) == 2:
-        out = _matrix_norm(x, ord, axes)
+        # in the order given: axis[0] is the rows' axis, axis[1] the columns' (NumPy's and
+        # TF.js's reading; sorted, [1, 0] took the 1-norm for the inf-norm)
+        rows, cols = (norm_axis(a, x.rank, "norm") for a in axis)
+        out = _matrix_norm(x, ord, (rows, cols))
     else:
         raise ArgumentError(f"Error in norm: invalid axis: {axis} (one or two axes)")
     if keep_dims:
@@ -403,8 +409,10 @@ def _matrix_norm(x, ord, axes):
         return x.abs().sum(a0, True).max(a1, True).squeeze(list(axes))
     if ord == inf:
         return x.abs().sum(a1, True).max(a0, True).squeeze(list(axes))
+    if ord == -inf:
+        return x.abs().sum(a1, True).min(a0, True).squeeze(list(axes))
     raise ArgumentError(f"Error in norm: invalid ord {ord!r} for a matrix norm (use 'fro', "
-                        f"'euclidean', 1 or inf)")
+                        f"'euclidean', 1, inf or -inf)")
 
 
 @export
