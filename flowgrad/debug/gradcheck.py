@@ -2,8 +2,9 @@
 
 ``check_grads`` re-runs f on float64 copies of its inputs, compares the analytic derivatives
 (reverse and/or forward mode, to any order) with central differences element by element
-(random projections above a size limit), picks the step size by a small sweep, reports
-kinks (one-sided differences that disagree) as such, and on failure replays f's recorded
+(random projections above a size limit), picks the step size by a small sweep, at kinks
+(one-sided differences that disagree) accepts a value between the two one-sided slopes and
+nothing else, and on failure replays f's recorded
 graph to check every node's rule locally against differences of that node's forward,
 naming the op and the user's line that created it.
 """
@@ -33,19 +34,32 @@ class GradCheckError(FlowgradError, AssertionError):
 
 
 class InputCheck:
-    """The comparison for one differentiated input at one order and mode."""
+    """The comparison for one differentiated input at one order and mode.
 
-    def __init__(self, index, shape, analytic, numeric, kinks, rtol, atol, where):
+    At a kink (the one-sided differences disagree, as for abs or relu at 0) no single
+    number is the derivative: there the analytic value must lie between the two one-sided
+    slopes (any subgradient passes, 1000 for relu at 0 fails)."""
+
+    def __init__(self, index, shape, analytic, numeric, kinks, rtol, atol, where,
+                 sides=None):
         self.index, self.shape = index, tuple(shape)
         err = np.abs(analytic - numeric)
         scale = np.maximum(np.abs(analytic), np.abs(numeric))
         bad = err > atol + rtol * scale
+        lead = err.ndim - len(self.shape)          # (the output's axes come first)
+        smooth = np.ones(err.shape, bool)
         for k in kinks:
-            bad[k] = False
+            smooth[(slice(None),) * lead + tuple(k)] = False
+        if kinks:
+            lo, hi = (np.minimum(*sides), np.maximum(*sides)) if sides is not None else \
+                (numeric, numeric)
+            # (the slopes of one step size: a tenth of their gap more, for the curvature)
+            slack = atol + rtol * np.maximum(np.abs(lo), np.abs(hi)) + 0.1 * (hi - lo)
+            outside = (analytic < lo - slack) | (analytic > hi + slack)
+            bad = np.where(smooth, bad, outside)
+            err = np.where(smooth, err, np.where(outside, np.maximum(lo - analytic,
+                                                                      analytic - hi), 0.0))
         self.kinks = kinks
-        smooth = np.ones(err.shape, bool)       # (at a kink the two sides disagree: its
-        for k in kinks:                         # error is not the gradient's)
-            smooth[k] = False
         rel = err / np.where(scale > 0, scale, 1)
         self.max_abs = float(err[smooth].max()) if smooth.any() else 0.0
         self.max_rel = float(rel[smooth].max()) if smooth.any() else 0.0
@@ -55,6 +69,8 @@ class InputCheck:
         self.worst = where(w)
         self.analytic = float(analytic[w]) if err.size else 0.0
         self.numeric = float(numeric[w]) if err.size else 0.0
+        self.at_kink = bool(err.size and not smooth[w])
+        self.slopes = (float(lo[w]), float(hi[w])) if self.at_kink else None
         self.failures = int(bad.sum())
         self.ok = self.failures == 0
 
@@ -62,11 +78,15 @@ class InputCheck:
         status = "ok" if self.ok else f"FAILED ({self.failures} element(s))"
         s = (f"input {self.index} {self.shape}: {status}; max abs error {self.max_abs:.3g}, "
              f"max rel error {self.max_rel:.3g}"
-             f"{' (kinks excluded)' if self.kinks else ''}; worst at {self.worst}: analytic "
-             f"{self.analytic:.10g} vs numeric {self.numeric:.10g}")
+             f"{' (away from kinks)' if self.kinks else ''}; worst at {self.worst}: ")
+        if self.at_kink:
+            s += (f"analytic {self.analytic:.10g}, not between the one-sided slopes "
+                  f"{self.slopes[0]:.10g} and {self.slopes[1]:.10g} (a kink)")
+        else:
+            s += f"analytic {self.analytic:.10g} vs numeric {self.numeric:.10g}"
         if self.kinks:
-            s += (f"; kinks (one-sided differences disagree, not failures) at "
-                  f"{[tuple(int(i) for i in k) for k in self.kinks[:5]]}")
+            s += (f"; kinks (one-sided differences disagree: the analytic value must lie "
+                  f"between them) at {[tuple(int(i) for i in k) for k in self.kinks[:5]]}")
         return s
 
 
@@ -197,22 +217,24 @@ def _central(fun, arrays, i, j, h):
 
 
 def _derivative(fun, arrays, i, j, eps, base):
-    """d fun / d arrays[i][j] (an array of fun's shape) and whether it is a kink."""
+    """d fun / d arrays[i][j] (an array of fun's shape), whether it is a kink, and the
+    (left, right) one-sided slopes of the step chosen."""
     x = arrays[i][j]
     hs = (eps,) if eps is not None else STEPS
-    ests, gaps = [], []
+    ests, gaps, sides = [], [], []
     for h in hs:
         hh = h * max(1.0, abs(x))
         d, fp, fm = _central(fun, arrays, i, j, hh)
         ests.append(d)
-        gaps.append(np.abs((fp - base) / hh - (base - fm) / hh))
+        sides.append(((base - fm) / hh, (fp - base) / hh))
+        gaps.append(np.abs(sides[-1][1] - sides[-1][0]))
     if len(ests) == 1:
-        best, gap_trend = ests[0], None
+        best, gap_trend, side = ests[0], None, sides[0]
     else:
         # the most stable estimate: where successive step sizes agree best
         diffs = [np.max(np.abs(a - b)) for a, b in zip(ests, ests[1:])]
         k = int(np.argmin(diffs))
-        best = ests[k + 1]
+        best, side = ests[k + 1], sides[k + 1]
         gap_trend = (gaps[k], gaps[k + 1])
     kink = False
     if gap_trend is not None:
@@ -220,19 +242,23 @@ def _derivative(fun, arrays, i, j, eps, base):
         scale = np.maximum(np.abs(best), 1.0)
         # a kink: the one-sided slopes disagree and the gap does not shrink with the step
         kink = bool(np.any((g2 > 1e-3 * scale) & (g2 > 0.5 * g1)))
-    return best, kink
+    return best, kink, side
 
 
 def _numeric_jacobian(fun, arrays, i, eps):
+    """The central-difference jacobian, the kinks' elements, and (left, right): the
+    one-sided slopes, for the kinks."""
     base = _eval(fun, arrays)
     out = np.zeros(base.shape + arrays[i].shape)
+    left, right = out.copy(), out.copy()
     kinks = []
     for j in np.ndindex(arrays[i].shape):
-        d, kink = _derivative(fun, arrays, i, j, eps, base)
+        d, kink, (lt, rt) = _derivative(fun, arrays, i, j, eps, base)
         out[(...,) + j] = d
+        left[(...,) + j], right[(...,) + j] = lt, rt
         if kink:
             kinks.append(j)
-    return out, kinks
+    return out, kinks, (left, right)
 
 
 # ---------------------------------------------------------------- the check
@@ -355,10 +381,10 @@ def _check_order(fun, arrays, diff, mode, eps, rtol, atol, max_elements, project
         if y.size * x.size <= max_elements:
             analytic = scopes.tidy(lambda: jacobian(fun, argnums=i, mode=mode)(
                 *_tensors(arrays)).numpy()).astype(np.float64)
-            numeric, kinks = _numeric_jacobian(fun, arrays, i, eps)
+            numeric, kinks, sides = _numeric_jacobian(fun, arrays, i, eps)
             checks.append(InputCheck(i, x.shape, analytic, numeric, kinks, rtol, atol,
                                      lambda w, ys=y.shape: f"output {w[:len(ys)]}, element "
-                                                           f"{w[len(ys):]}"))
+                                                           f"{w[len(ys):]}", sides))
         else:
             a, n = _projections(fun, arrays, i, mode, eps, projections, rng, y.shape)
             checks.append(InputCheck(
