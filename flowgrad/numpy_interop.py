@@ -23,7 +23,7 @@ import math
 
 import numpy as np
 
-from . import numpy_arrays, numpy_functions, numpy_linalg
+from . import numpy_arrays, numpy_functions, numpy_linalg, user_frames
 from .numpy_functions import (abs_numpy, cast_to, extreme_numpy, no_more, np_name, refuse,
                               unmapped)
 from .ops._core import OPS, binary_args
@@ -187,3 +187,15 @@ for _name, _fn in (("__array_ufunc__", array_ufunc), ("__array_function__", arra
     # frames named as the protocol: debug reports of value reads say "a NumPy function"
     _fn.__code__ = _fn.__code__.replace(co_name=_name)
     setattr(Tensor, _name, _fn)
+
+
+def _called(frame):
+    """What the user called, for the debug reports' op names: np.log, np.add.reduce..."""
+    loc = frame.f_locals
+    if "ufunc" in loc:
+        method = loc.get("method", "__call__")
+        return np_name(loc["ufunc"]) + ("" if method == "__call__" else f".{method}")
+    return np_name(loc["func"])
+
+
+user_frames.FRAME_NAMERS.update(__array_ufunc__=_called, __array_function__=_called)

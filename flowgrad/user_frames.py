@@ -54,6 +54,11 @@ def is_op_name(name):
 
 _OPERATOR_OPS = {"_getitem": "strided_slice"}      # operators that run a kernel directly
 
+# entry frames that are protocols, not ops (NumPy's __array_ufunc__ / __array_function__):
+# code name -> fn(frame) -> the name of what the user called (np.log), registered by the
+# module that defines them
+FRAME_NAMERS = {}
+
 
 def _private(name):
     """A helper's name rather than an op's: `_matmul_op`, a closure `op`, a `<lambda>`."""
@@ -73,7 +78,13 @@ def capture(depth=1):
     if f is None:
         return None
     name = outer.f_code.co_name if outer is not None else "?"
-    if _private(name):          # an operator (x @ w, p > 0, 2 + x, x[0]): the op it runs
+    namer = FRAME_NAMERS.get(name)
+    if namer is not None:
+        try:
+            name = namer(outer)
+        except Exception:       # (a name for a report: never worth failing the op)
+            pass
+    elif _private(name):          # an operator (x @ w, p > 0, 2 + x, x[0]): the op it runs
         name = public if public is not None else _OPERATOR_OPS.get(name, name)
     fn = f.f_code.co_filename
     return Site(name, fn, f.f_lineno, linecache.getline(fn, f.f_lineno).strip())

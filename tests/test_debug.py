@@ -406,3 +406,23 @@ def test_check_grads_messages_say_the_error_per_element_and_what_the_numbers_are
     big = tf.debug.check_grads(lambda x: op(x).sum(), tf.tensor(np.ones(50)),
                                raise_on_fail=False, max_elements=10)
     assert "random projection" in str(big) and "<u, J v>" in str(big)
+
+
+def test_numpy_calls_on_tensors_are_named_as_the_user_wrote_them():
+    # the reports named the NumPy protocol (__array_ufunc__) instead of np.log
+    from flowgrad.debug.numerics import NumericsError
+    with tf.debug.check_numerics(), pytest.raises(NumericsError,
+                                                  match=r"^-Inf created by np\.log \(forward"):
+        np.log(tf.tensor([0.0, 1.0]))
+    with tf.debug.check_numerics(), pytest.raises(
+            NumericsError, match=r"^Inf created in the gradient of np\.sqrt, with respect"):
+        tf.grad(lambda x: np.sum(np.sqrt(x)))(tf.tensor([0.0, 1.0]))
+    text = str(tf.debug.graph(lambda x: np.sum(np.exp(x) * x), tf.tensor([1.0, 2.0])))
+    assert "np.exp |" in text and "np.sum (output)" in text and "__array" not in text
+    kept = []
+    with tf.debug.track_leaks() as leaks:
+        for _ in range(2):
+            kept.append(np.add.reduce(tf.tensor([1.0, 2.0])))
+            leaks.step()
+    assert [s.ops for s in leaks.report().growing] == [("np.add.reduce",)]
+    tf.dispose(kept)
