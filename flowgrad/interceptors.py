@@ -204,6 +204,17 @@ def _compose_watches():
 eager_only = False
 jit_guard = False
 _hooked = False     # some tensor has a source gradient hook (flowgrad/debug/hooks.py)
+# fn(label, seconds, inputs, outputs, kernels) after each replay while a profile runs (its
+# kernels run with no entry to time): None otherwise
+replay_hook = None
+
+
+def set_replay_hook(fn):
+    """Report every tf.jit replay to ``fn`` (None: stop)."""
+    global replay_hook
+    with _lock:
+        replay_hook = fn
+        _jit_flags()
 
 
 def set_hooked(present):
@@ -218,7 +229,7 @@ def set_hooked(present):
 def _jit_flags():
     global eager_only, jit_guard
     eager = reader is not None or dx_hook is not None
-    guard = eager or _hooked
+    guard = eager or _hooked or replay_hook is not None
     if guard:               # (raised before eager_only falls, lowered after: never a gap)
         jit_guard = True
     eager_only = eager

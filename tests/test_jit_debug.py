@@ -81,13 +81,15 @@ def test_a_hook_on_an_unrelated_variable_leaves_the_replay_alone(backend):
     step = _traced(tf.jit(lambda: opt.minimize(lambda: (w * w).sum()), backend=backend))
     h = tf.debug.on_gradient(other, lambda g: g * 0)
     try:
-        # the hook is not on w: the call replays (no kernel goes through the engine,
-        # where the eager step runs Mul, Sum and the rest)
-        assert tf.profile(step).kernel_names == []
+        # the hook is not on w: the call replays (one profile entry for the replay, where
+        # the eager step runs Multiply, Sum and the rest one by one)
+        assert tf.profile(step).kernel_names == ["jit(<lambda>)"]
     finally:
         h.remove()
-    assert tf.profile(lambda: tf.debug.on_gradient(w, lambda g: g).remove() or
-                      step()).kernel_names == []
+    h = tf.debug.on_gradient(w, lambda g: g)
+    assert "Sum" in tf.profile(step).kernel_names             # w's hook: eagerly
+    h.remove()
+    assert tf.profile(step).kernel_names == ["jit(<lambda>)"]
     np.testing.assert_allclose(w.numpy(), [0.0])               # 1 - 0.5·2·1
     tf.dispose([w, other])
     opt.dispose()
@@ -124,3 +126,14 @@ def test_register_hook_inside_the_jitted_function_runs_at_every_call(backend):
     assert jh(tf.scalar(1.0)).item() == 18.0
     scale[0] = 0.0
     assert jh(tf.scalar(1.0)).item() == 0.0
+
+
+def test_profile_and_time_see_a_replay_as_one_entry(backend):
+    jf = _traced(tf.jit(lambda t: (t.log() * 2).sum(), backend=backend), tf.tensor([1.0, 2.0]))
+    x = tf.tensor([1.0, 4.0])
+    info = tf.profile(lambda: jf(x))
+    (k,) = info.kernels
+    assert k.name == "jit(<lambda>)" and k.input_shapes == [[2]] and k.output_shapes == [[]]
+    assert k.kernel_time_ms > 0 and "tf.jit replay of" in k.extra_info
+    assert info.result.item() == pytest.approx(2 * np.log(4.0), rel=1e-6)
+    assert tf.time(lambda: jf(x)).kernel_ms > 0            # (0 before: nothing was timed)

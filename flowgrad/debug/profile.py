@@ -82,6 +82,13 @@ def _on_kernel(prim, inputs, attrs, out):
             p.kernel(prim, inputs, attrs, out, dt)
 
 
+def _on_replay(name, dt, inputs, outputs, kernels):
+    me = threading.get_ident()
+    for p in list(_active):
+        if p.thread == me:
+            p.replay(name, dt, inputs, outputs, kernels)
+
+
 def _on_tensor(t, kind):
     for p in list(_active):
         p.peak = max(p.peak, total_bytes())
@@ -99,6 +106,7 @@ def _start(p):
             interceptors.set_layer("profile", _timed, link=_link)
             sites.add_checker(_on_kernel)
             leaks.add_listener(_on_tensor)
+            interceptors.set_replay_hook(_on_replay)
         _active.append(p)
 
 
@@ -106,6 +114,7 @@ def _stop(p):
     with _lock:
         _active.remove(p)
         if not _active:
+            interceptors.set_replay_hook(None)
             leaks.remove_listener(_on_tensor)
             sites.remove_checker(_on_kernel)
             interceptors.set_layer("profile", None)
@@ -144,6 +153,23 @@ class _Run:
             extra_info=_attrs_text(attrs)))
 
 
+    def replay(self, name, dt, inputs, outputs, kernels):
+        """A tf.jit replay: one entry for its kernels together (no entry times each)."""
+        self.kernel_s += dt
+        self.peak = max(self.peak, total_bytes())
+        if self.keep:
+            self.kernels.append(KernelInfo(
+                name=name,
+                bytes_added=sum(E.nbytes(o) for o in outputs),
+                total_bytes_snapshot=total_bytes(),
+                tensors_added=len(outputs),
+                total_tensors_snapshot=memory_counts()[0],
+                input_shapes=[list(t.shape) for t in inputs],
+                output_shapes=[list(o.shape) for o in outputs],
+                kernel_time_ms=dt * 1000.0,
+                extra_info=f"a tf.jit replay of {kernels} kernels"))
+
+
 def _check(f, api):
     if not callable(f):
         raise ArgumentError(f"{api}(f): f must be a function (called with no arguments), "
@@ -160,7 +186,8 @@ def profile(f):
     new_tensors (the change in ``tf.memory()``), peak_bytes (the highest ``num_bytes`` seen
     while f ran), kernels (one entry per kernel run), kernel_names (unique, in order) and
     result (what f returned). Unlike TF.js, a tensor f dropped (garbage-collected) is not
-    counted as new: here only the sum outlives f.
+    counted as new: here only the sum outlives f. A ``tf.jit`` replay is one entry,
+    ``jit(<function name>)``, its kernels together (they run with no entry of their own).
 
     >>> import flowgrad as tf
     >>> x = tf.tensor([1.0, 2.0, 3.0])
