@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 
+from .arg_checks import norm_axis
 from .errors import ArgumentError, ShapeError
 from .numpy_functions import along, axis_index, cast_to, flat, no_more, refuse, registrar
 from .ops._core import OPS, as_tensor
@@ -72,6 +73,16 @@ def _squeeze(a, axis=None):
 
 @_implements(np.expand_dims)
 def _expand_dims(a, axis):
+    if isinstance(axis, (tuple, list)):
+        # NumPy's tuple form: the new axes' places in the result
+        rank = a.rank + len(axis)
+        axes = sorted(norm_axis(k, rank, "np.expand_dims") for k in axis)
+        if len(set(axes)) != len(axes):
+            raise ArgumentError(f"np.expand_dims: axis {tuple(axis)} repeats an axis")
+        shape = list(a.shape)
+        for k in axes:
+            shape.insert(k, 1)
+        return OPS["reshape"](a, shape)
     return OPS["expand_dims"](a, axis)
 
 

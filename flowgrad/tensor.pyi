@@ -982,7 +982,8 @@ class Tensor:
             [-1, 2]"""
     def norm(self, ord='euclidean', axis=None, keep_dims: bool = False, *, dim: Any | None = None, keepdims: bool | None = None, keepdim: bool | None = None) -> Tensor:
         """Vector norms (ord 1, 2/'euclidean', inf, -inf, or any p > 0) over one axis or all,
-        and matrix norms ('fro', 'euclidean', 1, inf) over two axes.
+        and matrix norms ('fro', 'euclidean', 1, inf, -inf) over two axes, ``axis[0]`` the
+        rows' axis and ``axis[1]`` the columns'.
 
         >>> import flowgrad as tf
         >>> tf.norm(tf.tensor([3, 4])).print()

@@ -260,6 +260,19 @@ def test_summary_print_and_camel_case(capsys):
     assert m.history["w"]["grad_norm"][0] == 5.0
 
 
+def test_summary_says_when_the_loss_stopped_being_finite():
+    # the head said "loss 3 -> 2" (its last finite value) after the loss went NaN
+    m = tf.debug.GradientMonitor()
+    for loss in (3.0, 2.5, 2.0, float("nan"), float("inf")):
+        m.record({"w": tf.tensor([1.0, 2.0])}, loss=loss)
+    m.record({"w": tf.tensor([1.0, 2.0])})                     # a step without a loss
+    head = m.summary().splitlines()[0]
+    assert "loss 3 -> 2 (min 2 at step 2)" in head
+    assert "the loss is inf at the last step (not finite since step 3)" in head
+    m.record({"w": tf.tensor([1.0])}, loss=1.0)
+    assert "not finite" not in m.summary().splitlines()[0]
+
+
 def test_errors_say_what_to_do():
     with pytest.raises(ArgumentError, match="vanish_threshold must be a positive number"):
         tf.debug.GradientMonitor(vanish_threshold=-1)

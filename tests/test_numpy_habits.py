@@ -147,6 +147,9 @@ KEYS = [
     (slice(None), X[0, :, :, 1] > 7, 1),
     (Ellipsis, B([True, False, True, False, True])),
     (X[:, 0, 0, 0] > 0, [1, 2], slice(None), 0),
+    (np.array(1),),                             # 0-d int arrays: ints, as NumPy reads them
+    (slice(None), np.array(-1), np.int64(2)),
+    (B([1, 0]), np.array(2)),
 ]
 
 
@@ -242,6 +245,7 @@ INDEX_GRADS = [
     idx("mask", (3, 4), (RNG.random((3, 4)) < 0.5,)),
     idx("mask-rows", (3, 4), (B([True, False, True]), slice(None, 3))),
     idx("negative", (5,), ([-1, -5, 0],)),
+    idx("0-d array", (3, 4), (np.array(2), slice(1, None))),
 ]
 
 

@@ -569,3 +569,14 @@ def test_a_rank_0_tensor_goes_out_through_dlpack_and_array():
         assert a.shape == () and a.dtype == np.dtype(t.dtype) and a == t.item()
         assert np.asarray(t).shape == () and np.asarray(t) == t.item()
         assert t.__dlpack_device__() == (1, 0)            # (kDLCPU, device 0)
+
+
+@pytest.mark.parametrize("axis", [(0, 2), (-1, 0), [1], (0, 1, 2), (3, -4)])
+def test_expand_dims_takes_numpy_tuples_of_axes(axis):
+    got = np.expand_dims(f64(T), axis)
+    assert got.shape == np.expand_dims(T, axis).shape
+    np.testing.assert_array_equal(got.numpy(), np.expand_dims(T, axis))
+    g = tf.grad(lambda x: (np.expand_dims(x, axis) * 2).sum())(f64(T))
+    np.testing.assert_array_equal(g.numpy(), np.full(T.shape, 2.0))
+    with pytest.raises(tf.errors.ArgumentError, match="np.expand_dims: axis .* repeats"):
+        np.expand_dims(f64(T), (1, 1))

@@ -222,7 +222,7 @@ REDUCE = [
     row("norm-vector-ord", lambda: tf.norm(V, ord="nuc"), ArgumentError,
         "Error in norm: invalid ord 'nuc' for a vector norm (use 1, 2, 'euclidean', inf, -inf"),
     row("norm-matrix-ord", lambda: tf.norm(M, ord=2, axis=[0, 1]), ArgumentError,
-        "Error in norm: invalid ord 2 for a matrix norm (use 'fro', 'euclidean', 1 or inf)"),
+        "Error in norm: invalid ord 2 for a matrix norm (use 'fro', 'euclidean', 1, inf or -inf)"),
 ]
 # ---------------------------------------------------------------- ops/linalg.py
 LINALG = [

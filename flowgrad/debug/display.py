@@ -270,6 +270,22 @@ def graph_svg(g, style, bad_style, nograd_style):
 
 # ---------------------------------------------------------------- console text
 
+def loss_not_finite(m):
+    """'the loss is nan at the last step (not finite since step 4)', or '' while the last
+    loss recorded is finite: a loss that went NaN or ±inf is the news, not its last finite
+    value."""
+    h = m.history
+    loss, steps = h.loss, h.steps
+    gi = np.flatnonzero(np.asarray(getattr(m, "loss_given", ()), bool))
+    if not gi.size or gi[-1] >= loss.size or np.isfinite(loss[gi[-1]]):
+        return ""
+    k = gi.size - 1
+    while k > 0 and not np.isfinite(loss[gi[k - 1]]):
+        k -= 1
+    return (f"the loss is {loss[gi[-1]]:g} at the last step (not finite since step "
+            f"{steps[gi[k]]})")
+
+
 def console_summary(m):
     """The text of ``GradientMonitor.summary()`` (see there): a console table."""
     if not m.steps:
@@ -278,12 +294,17 @@ def console_summary(m):
     steps, loss = h.steps, h.loss
     head = (f"GradientMonitor: {len(steps)} step{'s' if len(steps) > 1 else ''}"
             f" ({steps[0]}..{steps[-1]})")
-    finite = loss[~np.isnan(loss)]
+    ok = np.isfinite(loss)
+    finite = loss[ok]
     if finite.size == 1:
         head += f"; loss {num(finite[0])}"
     elif finite.size:
+        best = int(np.argmin(np.where(ok, loss, np.inf)))
         head += (f"; loss {num(finite[0])} -> {num(finite[-1])} (min {num(finite.min())} at "
-                 f"step {steps[int(np.nanargmin(loss))]})")
+                 f"step {steps[best]})")
+    news = loss_not_finite(m)
+    if news:
+        head += "; " + news
     head += f"; last global gradient norm {num(m.last_global_norm)}"
     table = [("variable", "shape", "grad norm", "norm range", "max |g|", "zeros", "NaN",
               "Inf", "upd/weight", "flags")]

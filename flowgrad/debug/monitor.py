@@ -125,6 +125,7 @@ class GradientMonitor:
         self.optimizer = None
         self._steps = []          # step numbers
         self._loss = []
+        self.loss_given = []      # per step: a loss was recorded (NaN then is the loss's)
         self._rows = []           # per step: {name: [metric values in METRICS order]}
         self._hists = {}          # step index -> {name: (range, counts, min, max, n, sum, sumsq)}
         self._shapes = {}         # name -> shape, in first-seen order
@@ -550,6 +551,7 @@ class GradientMonitor:
                 hists[name] = hist
         self._steps.append(int(step))
         self._loss.append(_loss_value(loss))
+        self.loss_given.append(loss is not None)
         self._rows.append(row)
         if self.bins:
             i = len(self._steps) - 1

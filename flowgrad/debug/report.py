@@ -18,6 +18,7 @@ import numpy as np
 from ..distributed.runtime import is_root
 from ..errors import ArgumentError, MissingDependencyError
 from .diagnose import Diagnosis
+from .display import loss_not_finite
 from .extras import check_path, output_path
 from .extras import count as _count
 from .extras import e as _e
@@ -108,9 +109,12 @@ def _monitor_parts(m):
     h = m.history
     n = len(h.steps)
     meta = f"{n} step{'s' if n != 1 else ''}, {len(h.names)} variables"
-    finite = h.loss[~np.isnan(h.loss)]
+    finite = h.loss[np.isfinite(h.loss)]
     if finite.size:
         meta += f"; loss {_num(finite[0])} &rarr; {_num(finite[-1])}"
+    news = loss_not_finite(m)
+    if news:
+        meta += f"; <strong>{_e(news)}</strong>"
     parts.append(f'<p class="meta">{meta}.</p>')
     parts.append('<ul class="criteria meta">' + "".join(
         f"<li>{_e(c)}</li>" for c in m.criteria.describe()) + "</ul>")

@@ -77,6 +77,8 @@ def _index_key(key, shape):
             continue
         if isinstance(k, Tensor):
             k = k.item() if k.rank == 0 else k
+        elif isinstance(k, np.ndarray) and k.ndim == 0 and k.dtype.kind in "iu":
+            k = k.item()            # np.array(1): an int, as NumPy reads it
         if isinstance(k, builtins.slice):
             for part in (k.start, k.stop, k.step):
                 if part is not None and (isinstance(part, bool)
