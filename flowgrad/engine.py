@@ -607,6 +607,7 @@ def record(prim, inputs, outputs, attrs=None):
     n.attrs = attrs
     n.out = None
     n.nout = 1
+    n.metas = ((outputs.shape, outputs.dtype),)     # (what the graph shows of it)
     n.sess = sess
     n.pos = len(sess.nodes)
     sess.nodes.append(n)

@@ -206,3 +206,13 @@ def test_render_writes_a_valid_svg_and_png(tmp_path):
     assert "#f4cccc" in fills                           # log(0) = -Inf: painted red
     png = g.render(tmp_path / "g.png")
     assert open(png, "rb").read(8) == b"\x89PNG\r\n\x1a\n"
+
+
+def test_a_custom_gradient_node_shows_its_shape_and_dtype():
+    def fwd(x, save):
+        save([x])
+        return {"value": x.square(), "grad_func": lambda dy, s: dy * s[0] * 2}
+    sq = tf.custom_grad(fwd)
+    g = tf.debug.graph(lambda x: sq(x).sum(), tf.tensor(np.array([1.0, 2.0]), dtype="float64"))
+    (node,) = [n for n in g.nodes if n.kind == "op" and n.label == "fwd"]
+    assert node.shapes == [(2,)] and node.dtypes == ["float64"]       # were [None], ["?"]

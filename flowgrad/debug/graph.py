@@ -453,7 +453,7 @@ def _build(nodes, ours, leaves, outs, grads, xs, labels, y, yn, name):
         ys = outs.get(n)
         if ys is not None:
             shapes, dts = [o.shape for o in ys], [o.dtype for o in ys]
-        elif n.nout > 1:
+        elif getattr(n, "metas", None):     # (several outputs, or a custom gradient's)
             shapes, dts = [s for s, _ in n.metas], [d for _, d in n.metas]
         else:
             shapes, dts = [None], ["?"]

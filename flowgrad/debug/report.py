@@ -18,7 +18,6 @@ import numpy as np
 from ..distributed.runtime import is_root
 from ..errors import ArgumentError, MissingDependencyError
 from .diagnose import Diagnosis
-from .display import loss_not_finite
 from .extras import check_path, output_path
 from .extras import count as _count
 from .extras import e as _e
@@ -112,6 +111,7 @@ def _monitor_parts(m):
     finite = h.loss[np.isfinite(h.loss)]
     if finite.size:
         meta += f"; loss {_num(finite[0])} &rarr; {_num(finite[-1])}"
+    from .display import loss_not_finite       # (the display module: loaded on demand)
     news = loss_not_finite(m)
     if news:
         meta += f"; <strong>{_e(news)}</strong>"
