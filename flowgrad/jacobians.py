@@ -37,6 +37,21 @@ _stack = OPS["stack"]
 _transpose = OPS["transpose"]
 
 
+def _distinct(xs):
+    """The arguments, a tensor passed twice made two (its later places get a clone, made
+    before f's recording starts): each argument is its own variable, as in JAX, so the
+    derivative with respect to one is its partial derivative. (Keyed by the tensor, one
+    object in two places summed both partials into each; tf.grads keeps TF.js's rule.)"""
+    seen = set()
+    out = []
+    for x in xs:
+        if id(x) in seen:
+            x = OPS["clone"](x)
+        seen.add(id(x))
+        out.append(x)
+    return out
+
+
 def _check(f, api):
     if not callable(f):
         raise ArgumentError(f"The f passed in {api}(f) must be a function")
@@ -112,7 +127,7 @@ def jacobian(f: Callable[..., Tensor], argnums: int | Sequence[int] = 0, mode: s
            f"jacobian: mode must be 'rev' or 'fwd', got {describe(mode)}")
 
     def jac(*args):
-        xs = [convert(a, f"args[{i}]", "jacobian") for i, a in enumerate(args)]
+        xs = _distinct([convert(a, f"args[{i}]", "jacobian") for i, a in enumerate(args)])
         single, nums = _argnums(argnums, len(xs), "jacobian")
         targets = [xs[i] for i in nums]
 
@@ -230,7 +245,7 @@ def hvp(f: Callable[..., Tensor], argnums: int | Sequence[int] = 0) -> Callable[
         if len(args) < 2:
             raise ArgumentError("hvp(f)(*args, v): give the arguments of f, then the vector v")
         *primals, v = args
-        xs = [convert(a, f"args[{i}]", "hvp") for i, a in enumerate(primals)]
+        xs = _distinct([convert(a, f"args[{i}]", "hvp") for i, a in enumerate(primals)])
         single, nums = _argnums(argnums, len(xs), "hvp")
         if not single:
             raise ArgumentError("hvp: argnums must be a single int")
@@ -295,7 +310,7 @@ def vjp(f: Callable[..., Tensor], *primals: TensorLike) -> tuple[Tensor, VJPFunc
     [4.0, 3.0]
     """
     _check(f, "vjp")
-    xs = [convert(a, f"primals[{i}]", "vjp") for i, a in enumerate(primals)]
+    xs = _distinct([convert(a, f"primals[{i}]", "vjp") for i, a in enumerate(primals)])
     level = recording.recording_level()
     try:
         sess, owner = recording.begin_recording()
@@ -326,7 +341,7 @@ def jvp(f: Callable[..., Tensor], primals: TensorLike | Sequence[TensorLike],
                             "tuples), one tangent per primal")
     if len(primals) != len(tangents):
         raise ArgumentError(f"jvp: {len(primals)} primals but {len(tangents)} tangents")
-    xs = [convert(a, f"primals[{i}]", "jvp") for i, a in enumerate(primals)]
+    xs = _distinct([convert(a, f"primals[{i}]", "jvp") for i, a in enumerate(primals)])
     vs = []
     for i, (x, t) in enumerate(zip(xs, tangents)):
         t = convert(t, f"tangents[{i}]", "jvp", dtype=dtypes.grad_dtype(x.dtype))

@@ -26,6 +26,7 @@ import numpy as np
 from . import numpy_arrays, numpy_functions, numpy_linalg, user_frames
 from .numpy_functions import (abs_numpy, cast_to, extreme_numpy, no_more, np_name, refuse,
                               unmapped)
+from .errors import DtypeError
 from .ops._core import OPS, binary_args
 from .tensor import Tensor
 
@@ -59,6 +60,24 @@ def _logaddexp(a, b):
 def _logaddexp2(a, b):
     a, b = binary_args(a, b, "np.logaddexp2")
     return OPS["div"](_logaddexp(OPS["mul"](a, _LN2), OPS["mul"](b, _LN2)), _LN2)
+
+
+def _bitwise(logical, bitwise=None):
+    """np.bitwise_and / or / xor: on bools the logical op (what `&`, `|`, `^` run on
+    tensors, whichever side the NumPy value is on), on int32 the bitwise op where flowgrad
+    has one; anything else is a DtypeError, never NumPy's own answer."""
+    def f(a, b):
+        name = f"np.bitwise_{logical[len('logical_'):]}"
+        given = [str(getattr(x, "dtype", type(x).__name__)) for x in (a, b)]
+        a, b = binary_args(a, b, name)
+        if a.dtype == "bool" and b.dtype == "bool":
+            return OPS[logical](a, b)
+        if bitwise is not None and a.dtype == "int32" and b.dtype == "int32":
+            return OPS[bitwise](a, b)
+        raise DtypeError(f"{name} takes two bool tensors (the logical op)"
+                         + (" or two int32 tensors" if bitwise else "")
+                         + f", got {given[0]} and {given[1]}")
+    return f
 
 
 def _fmax_fmin(opname):
@@ -104,6 +123,8 @@ UFUNCS = {
     np.less_equal: _op("less_equal"), np.greater: _op("greater"),
     np.greater_equal: _op("greater_equal"), np.logical_and: _op("logical_and"),
     np.logical_or: _op("logical_or"), np.logical_xor: _op("logical_xor"),
+    np.bitwise_and: _bitwise("logical_and", "bitwise_and"),
+    np.bitwise_or: _bitwise("logical_or"), np.bitwise_xor: _bitwise("logical_xor"),
     np.matmul: numpy_linalg.matmul,
 }
 # ufunc.reduce -> the reduction op (np.add.reduce(t, axis=0) is tf.sum(t, 0))

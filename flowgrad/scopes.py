@@ -8,6 +8,8 @@ back to a noted level whatever an interrupt skipped.
 """
 from __future__ import annotations
 
+import dataclasses
+import types
 from typing import Any, Callable, Iterator, TypeVar, overload
 
 from . import engine as E
@@ -114,29 +116,50 @@ def untrack(t):
                 return
 
 
-def walk_tensors(obj, _seen=None):
-    """Yield every Tensor inside nested lists, tuples, dicts and flowgrad result objects."""
+def walk_tensors(obj, _seen=None, objects=False):
+    """Yield every Tensor inside nested lists, tuples, dicts and flowgrad result objects;
+    with ``objects`` (what tidy keeps and dispose frees, as TF.js walks any object's keys)
+    also sets, dict keys, dataclasses and other objects' attributes."""
     T = E.tensor_class()
     if isinstance(obj, T):
         yield obj
         return
-    if isinstance(obj, (list, tuple, dict)) or hasattr(obj, "__flowgrad_tensors__"):
-        if _seen is None:
-            _seen = set()
-        if id(obj) in _seen:
-            return
-        _seen.add(id(obj))
-        if isinstance(obj, dict):
-            items = obj.values()
-        elif isinstance(obj, (list, tuple)):
-            items = obj
-        else:
-            items = obj.__flowgrad_tensors__()
-        for item in items:
-            if isinstance(item, T):
-                yield item
-            elif isinstance(item, (list, tuple, dict)) or hasattr(item, "__flowgrad_tensors__"):
-                yield from walk_tensors(item, _seen)
+    items = _children(obj, objects)
+    if items is None:
+        return
+    if _seen is None:
+        _seen = set()
+    if id(obj) in _seen:
+        return
+    _seen.add(id(obj))
+    for item in items:
+        if isinstance(item, T):
+            yield item
+        elif not isinstance(item, _LEAVES):
+            yield from walk_tensors(item, _seen, objects)
+
+
+_LEAVES = (str, bytes, int, float, complex, bool, type(None))
+_OPAQUE = (type, types.ModuleType, types.FunctionType, types.BuiltinFunctionType,
+           types.MethodType, types.CodeType, types.FrameType)
+
+
+def _children(obj, objects):
+    """What walk_tensors looks into (None: nothing)."""
+    if isinstance(obj, dict):
+        return list(obj.values()) + list(obj) if objects else obj.values()
+    if isinstance(obj, (list, tuple)):
+        return obj
+    if hasattr(obj, "__flowgrad_tensors__"):
+        return obj.__flowgrad_tensors__()
+    if not objects or isinstance(obj, _LEAVES) or isinstance(obj, _OPAQUE):
+        return None
+    if isinstance(obj, (set, frozenset)):
+        return list(obj)
+    if dataclasses.is_dataclass(obj):
+        return [getattr(obj, f.name, None) for f in dataclasses.fields(obj)]
+    d = getattr(obj, "__dict__", None)
+    return list(d.values()) if isinstance(d, dict) else None
 
 
 def tensor_set(obj):
@@ -151,7 +174,7 @@ def tensor_set(obj):
         if type(o) is not list and type(o) is not tuple or id(o) in seen:
             if id(o) in seen:
                 continue
-            return set(walk_tensors(obj))       # (anything else: the general walk)
+            return set(walk_tensors(obj, objects=True))     # (anything else: the walk)
         seen.add(id(o))
         for item in o:
             if type(item) is T:
@@ -159,7 +182,7 @@ def tensor_set(obj):
             elif type(item) is list or type(item) is tuple:
                 todo.append(item)
             elif item is not None:
-                return set(walk_tensors(obj))
+                return set(walk_tensors(obj, objects=True))
     return found
 
 
@@ -270,7 +293,8 @@ def keep(t: _R) -> _R:
 
 
 def dispose(container: Any) -> None:
-    """Dispose every tensor found in ``container`` (a tensor, variable, list, tuple, dict).
+    """Dispose every tensor found in ``container`` (a tensor, variable, list, tuple, dict,
+    set, dataclass or other object's attributes: the walk of tidy's result).
 
     >>> import flowgrad as tf
     >>> a, b = tf.scalar(1), tf.scalar(2)
@@ -278,7 +302,7 @@ def dispose(container: Any) -> None:
     >>> a.is_disposed, b.is_disposed
     (True, True)
     """
-    for t in list(walk_tensors(container)):
+    for t in list(walk_tensors(container, objects=True)):
         t.dispose()
 
 

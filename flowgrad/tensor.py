@@ -24,6 +24,7 @@ from .errors import (ArgumentError, DisposedError, DtypeError, GradientError, Sh
                      VariableError)
 from .camel_case import CamelCase
 from .printing import tensor_to_string
+from .strings import string_array
 from .recording import current_session, is_recorded
 from .thread_state import next_id
 
@@ -234,6 +235,32 @@ class Tensor(CamelCase):
             raise ShapeError(f"The truth value of a tensor with {self.size} elements "
                              f"(shape {self.shape}) is ambiguous: use tf.any(x) or tf.all(x).")
         return bool(self.item())
+
+    # ------------------------------------------------------------- copies and pickles
+    # A copy is a new counted tensor (a clone: it shares the buffer, and a gradient flows
+    # through it); a pickle holds the values, and loading it makes a new tensor. Copying the
+    # object's slots gave a second tensor of the same id that tf.memory() never counted and
+    # uncounted when freed (negative counts).
+    def __copy__(self):
+        self.throw_if_disposed()
+        return self.clone()
+
+    def __deepcopy__(self, memo):
+        self.throw_if_disposed()
+        return self.clone()
+
+    def __reduce__(self):
+        self.throw_if_disposed()
+        values = self.numpy()
+        if self.dtype == "string":
+            return _from_pickle, (values.tolist(), list(self.shape), None)
+        return _from_pickle, (values, list(self.shape), str(self.dtype))
+
+    def __setitem__(self, key, value):
+        raise ArgumentError(
+            "Tensors are immutable (x[key] = value): build the new tensor instead, e.g. "
+            "tf.where(mask, value, x) or tf.tensor_scatter_update(x, indices, values); state "
+            "that changes is a tf.variable, whose assign() takes the whole new value")
 
     def __len__(self):
         if not self.shape:
@@ -452,7 +479,7 @@ class Variable(Tensor):
                 raise VariableError(f"dtype of the new value ({value.dtype}) and previous "
                                     f"value ({self.dtype}) must match")
         else:
-            value = convert(value, "value", "assign", dtype=self.dtype)
+            value = _owned(convert(value, "value", "assign", dtype=self.dtype), value)
         if value.shape != self.shape:
             raise VariableError(f"shape of the new value {value.shape} and previous value "
                                 f"{self.shape} must match")
@@ -480,6 +507,22 @@ class Variable(Tensor):
                 del _VARIABLES[self.name]
                 _registry_changed()
             E.dispose_tensor(self)
+
+    def _refuse_copy(self, what):
+        raise VariableError(
+            f"{what} of Variable '{self.name}': a variable is state registered by its name, "
+            f"and a second one of the same name would update apart from it. Copy its value "
+            f"with v.clone() (a tensor) or tf.variable(v.clone(), name=...) (a new "
+            f"variable), and save variables with tf.train.Checkpoint.")
+
+    def __copy__(self):
+        self._refuse_copy("copy.copy")
+
+    def __deepcopy__(self, memo):
+        self._refuse_copy("copy.deepcopy")
+
+    def __reduce__(self):
+        self._refuse_copy("pickling")
 
     def _repr_name(self):
         return f" name={self.name!r}"
@@ -528,7 +571,7 @@ def variable(initial_value: Any, trainable: bool = True, name: str | None = None
     """
     trainable = flag(trainable, "trainable", "variable()")
     dtype = dtypes.canonical(dtype, fn="variable()")
-    init = convert(initial_value, "initial_value", "variable")
+    init = _owned(convert(initial_value, "initial_value", "variable"), initial_value)
     init.throw_if_disposed()
     if dtype is not None and dtype != init.dtype:
         init = init.cast(dtype)
@@ -550,6 +593,25 @@ def _registry_changed():
     tr = interceptors.tracer
     if tr is not None and tr.traces_this_thread():
         tr.variables_changed = True
+
+
+def _from_pickle(values, shape, dtype):
+    """A tensor loaded from a pickle: a new tensor of these values (Tensor.__reduce__)."""
+    if dtype is None:           # (strings)
+        return E.make_tensor(string_array(values, shape))
+    a = to_array(values, dtype, where="pickle").reshape(shape)
+    return E.make_tensor(E.from_host(a))
+
+
+def _owned(t, source):
+    """``t``, converted from ``source``, holding an array of its own: a variable keeps its
+    value, and the caller's NumPy array must not change it later (convert() reads arrays in
+    place, which an op that uses them at once may)."""
+    a = t._data
+    if isinstance(source, np.ndarray) and isinstance(a, np.ndarray) and \
+            np.may_share_memory(a, source):
+        t._data = a.copy()
+    return t
 
 
 def slot_variable(initial_value, name):

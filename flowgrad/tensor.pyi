@@ -75,6 +75,8 @@ class Tensor:
         >>> np.maximum(tf.tensor([1.0, -1.0]), 0).array_sync()
         [1.0, 0.0]"""
     def __bool__(self) -> bool: ...
+    def __copy__(self) -> Any: ...
+    def __deepcopy__(self, memo) -> Any: ...
     def __del__(self) -> None:
         """Tensor.__del__: un-count a tensor the garbage collector frees (in whatever thread)."""
     def __dlpack__(self, *, stream=None, max_version=None, dl_device=None, copy=None) -> Any:
@@ -179,6 +181,8 @@ class Tensor:
             [4, 9]"""
     def __radd__(self, other: TensorLike) -> Tensor: ...
     def __rand__(self, other: TensorLike) -> Tensor: ...
+    def __reduce__(self) -> tuple[Any, Any]:
+        """Helper for pickle."""
     def __repr__(self) -> Any:
         """Shape, dtype and the values in TF.js's layout (long axes elided as ``...``);
         ``str``, ``print`` and ``to_string`` keep TF.js's exact format.
@@ -199,6 +203,7 @@ class Tensor:
     def __rsub__(self, other: TensorLike) -> Tensor: ...
     def __rtruediv__(self, other: TensorLike) -> Tensor: ...
     def __rxor__(self, other: TensorLike) -> Tensor: ...
+    def __setitem__(self, key, value) -> None: ...
     def __str__(self) -> Any:
         """Return str(self)."""
     def __sub__(self, b: TensorLike) -> Tensor:
@@ -1478,6 +1483,11 @@ class Variable(Tensor):
     >>> w.assign(tf.scalar(2.0)).item()
     2.0
     >>> w.dispose()"""
+    def __copy__(self) -> None: ...
+    def __deepcopy__(self, memo) -> None: ...
+    def __reduce__(self) -> None:
+        """Helper for pickle."""
+    def _refuse_copy(self, what) -> None: ...
     def _repr_name(self) -> str: ...
     _trainable: bool
     def assign(self, value: Any) -> Variable:
@@ -1516,9 +1526,17 @@ def _from_foreign(x, where) -> Any:
     """A NumPy copy of another library's array (torch, JAX, CuPy, array-api arrays):
     through DLPack when it can be read on the host, else ``__array__``."""
 
+def _from_pickle(values: TensorLike, shape, dtype) -> Any:
+    """A tensor loaded from a pickle: a new tensor of these values (Tensor.__reduce__)."""
+
 def _has_float64(values) -> Any: ...
 
 def _new_variable(init, name, trainable) -> Any: ...
+
+def _owned(t, source) -> Any:
+    """``t``, converted from ``source``, holding an array of its own: a variable keeps its
+    value, and the caller's NumPy array must not change it later (convert() reads arrays in
+    place, which an op that uses them at once may)."""
 
 def _registry_changed() -> None: ...
 

@@ -430,6 +430,8 @@ _PROTOCOL = ("the optimizer's update protocol, called by minimize / apply_gradie
              "with what they made and checked")
 # public callables with parameters that are not fuzzed, and why
 NO_CASE = {
+    "Tensor.__setitem__": "always an ArgumentError (tensors are immutable; tested in "
+                          "test_memory.py)",
     "tf.Tensor": "made by tf.tensor & co (fuzzed there), never constructed directly",
     "tf.Variable": "made by tf.variable (fuzzed there), never constructed directly",
     "tf.GradMap": "variable_grads' result dict; its methods are dict's",

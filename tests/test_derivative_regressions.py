@@ -185,3 +185,30 @@ def test_prod_over_one_element_has_gradient_one_even_at_inf():
     # and its second derivative is 0, by hand
     h = tf.hessian(lambda q: tf.prod(q, 1).sum())(t64([[3.0], [2.0]]))
     np.testing.assert_array_equal(h.numpy(), np.zeros((2, 1, 2, 1)))
+
+
+# ---------------------------------------------------------------- one tensor, two arguments
+
+def test_a_tensor_passed_twice_is_two_arguments_to_the_transforms():
+    # partial derivatives, by hand, of g(u, v) = u·sin(v) and h(u, v) = Σ u²v at u = v = x;
+    # keyed by the tensor, each argument got the total derivative
+    xn = np.array([1.0, 2.0])
+    x = t64(xn)
+    g = lambda u, v: u * v.sin()                                  # noqa: E731
+    _, t = tf.jvp(g, [x, x], [t64([1.0, 1.0]), t64([0.0, 0.0])])
+    np.testing.assert_allclose(t.numpy(), np.sin(xn), rtol=1e-14)
+    for mode in ("rev", "fwd"):
+        j = tf.jacobian(g, argnums=1, mode=mode)(x, x)
+        np.testing.assert_allclose(j.numpy(), np.diag(xn * np.cos(xn)), rtol=1e-14)
+    _, pullback = tf.vjp(g, x, x)
+    gu, gv = pullback(t64([1.0, 1.0]))
+    np.testing.assert_allclose(gu.numpy(), np.sin(xn), rtol=1e-14)
+    np.testing.assert_allclose(gv.numpy(), xn * np.cos(xn), rtol=1e-14)
+    H = tf.hessian(lambda u, v: (u * u * v).sum(), argnums=(0, 1))(x, x)
+    want = [[np.diag(2 * xn), np.diag(2 * xn)], [np.diag(2 * xn), np.zeros((2, 2))]]
+    for i in range(2):
+        for k in range(2):
+            np.testing.assert_allclose(H[i][k].numpy(), want[i][k], rtol=1e-14, atol=0)
+    # tf.grads keeps TF.js's rule: one tensor, one (total) gradient
+    gs = tf.grads(lambda u, v: (u * v.sin()).sum())([x, x])
+    np.testing.assert_allclose(gs[0].numpy(), np.sin(xn) + xn * np.cos(xn), rtol=1e-14)

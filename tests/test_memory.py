@@ -6,8 +6,12 @@ exact (a garbage-collected tensor stops counting), so tests hold references to t
 they account for and compare deltas, never absolute numbers.
 """
 import asyncio
+import copy
+import dataclasses
 import gc
+import pickle
 import re
+import types
 
 import numpy as np
 import pytest
@@ -506,3 +510,122 @@ def test_dispose_variables():
         vs[0].data_sync()
     again = tf.variable(tf.scalar(1.0), name="mem_dv_0")   # names are free again
     again.dispose()
+
+
+@pytest.mark.parametrize("op", [
+    lambda v: v.cast("float32"), lambda v: v.reshape([3]), lambda v: v.squeeze(),
+    lambda v: v.to_float(), lambda v: v.transpose(), lambda v: tf.broadcast_to(v, [3]),
+    lambda v: v.slice([0], [3]), lambda v: v.reverse([]), lambda v: v.tile([1]),
+], ids=["cast", "reshape", "squeeze", "to_float", "transpose", "broadcast_to", "slice",
+        "reverse", "tile"])
+def test_an_op_that_changes_nothing_returns_a_new_tensor(op):
+    # it returned its input: a variable's "snapshot" followed later assigns, and disposing
+    # the result disposed the input (TF.js: every op returns a new tensor)
+    v = tf.variable(tf.tensor1d([1.0, 2.0, 3.0]))
+    before = tf.memory()
+    snap = op(v)
+    assert type(snap) is tf.Tensor and snap is not v
+    after = tf.memory()
+    assert after.num_tensors == before.num_tensors + 1
+    v.assign(tf.tensor1d([4.0, 5.0, 6.0]))
+    assert snap.array_sync() == [1.0, 2.0, 3.0]
+    snap.dispose()
+    assert not v.is_disposed and v.array_sync() == [4.0, 5.0, 6.0]
+    g = tf.grad(lambda x: op(x).mul(tf.tensor1d([1.0, 2.0, 3.0])).sum())(tf.tensor1d([0.0] * 3))
+    assert g.array_sync() == [1.0, 2.0, 3.0]
+    v.dispose()
+
+
+def test_a_variable_does_not_follow_the_numpy_array_it_was_made_or_assigned_from():
+    a = np.array([1.0, 2.0], np.float32)
+    v = tf.variable(a)
+    a[0] = 9
+    assert v.array_sync() == [1.0, 2.0]
+    b = np.array([3.0, 4.0], np.float32)
+    v.assign(b)
+    b[1] = -1
+    assert v.array_sync() == [3.0, 4.0]
+    c = np.arange(6, dtype=np.float32).reshape(2, 3)
+    w = tf.variable(c[:, 1])                 # a view of the caller's array, too
+    c[:] = 0
+    assert w.array_sync() == [1.0, 4.0]
+    tf.dispose([v, w])
+
+
+@pytest.mark.parametrize("copier", [copy.copy, copy.deepcopy,
+                                    lambda t: pickle.loads(pickle.dumps(t))],
+                         ids=["copy", "deepcopy", "pickle"])
+def test_copies_and_pickles_are_new_counted_tensors(copier):
+    # copying the slots made a second tensor of the same id, never counted, uncounted when
+    # freed: tf.memory() went negative
+    x = tf.tensor([1.0, 2.0])
+    base = tf.memory().num_tensors
+    c = copier(x)
+    assert c.id != x.id and tf.memory().num_tensors == base + 1
+    c.dispose()
+    assert tf.memory().num_tensors == base and not x.is_disposed
+    assert copier(x).array_sync() == [1.0, 2.0]
+    gc.collect()
+    assert tf.memory().num_tensors == base
+    x.dispose()
+    with pytest.raises(tf.errors.DisposedError):
+        copier(x)
+
+
+@pytest.mark.parametrize("t", [
+    lambda: tf.tensor(np.array([1.5, -2.0]), dtype="float64"), lambda: tf.tensor([True, False]),
+    lambda: tf.tensor([[1, 2]], dtype="int32"), lambda: tf.tensor(["ab", "c"]),
+    lambda: tf.scalar(3.0), lambda: tf.zeros([0, 3])])
+def test_a_pickle_keeps_values_shape_and_dtype(t):
+    t = t()
+    q = pickle.loads(pickle.dumps(t))
+    assert (q.dtype, q.shape) == (t.dtype, t.shape)
+    assert q.numpy().tolist() == t.numpy().tolist()
+
+
+def test_a_copy_is_differentiable_and_variables_refuse_copies():
+    x = tf.tensor([1.0, 2.0])
+    assert tf.grad(lambda t: copy.deepcopy(t).square().sum())(x).array_sync() == [2.0, 4.0]
+    v = tf.variable(x)
+    for f in (copy.copy, copy.deepcopy, pickle.dumps):
+        with pytest.raises(tf.errors.VariableError, match="a variable is state registered"):
+            f(v)
+    v.dispose()
+
+
+@dataclasses.dataclass
+class _Out:
+    loss: object
+    extra: list
+
+
+class _Box:
+    def __init__(self):
+        self.t = tf.ones([3])
+        self.fn = len
+        self.me = self                       # (a cycle: walked once)
+
+
+@pytest.mark.parametrize("make, get", [
+    (lambda: {tf.ones([1])}, lambda r: list(r)),
+    (lambda: frozenset([tf.ones([1])]), lambda r: list(r)),
+    (lambda: {tf.ones([1]): "key"}, lambda r: list(r)),
+    (lambda: _Out(tf.ones([1]), [tf.ones([2])]), lambda r: [r.loss, r.extra[0]]),
+    (lambda: _Box(), lambda r: [r.t]),
+    (lambda: types.SimpleNamespace(x=tf.ones([1])), lambda r: [r.x]),
+], ids=["set", "frozenset", "dict-key", "dataclass", "object", "namespace"])
+def test_tidy_keeps_and_dispose_frees_tensors_in_any_container(make, get):
+    # TF.js walks every object's keys; a tidy disposed the tensors of a returned set or
+    # dataclass (and tf.dispose skipped them), silently
+    r = tf.tidy(make)
+    ts = get(r)
+    assert ts and not any(t.is_disposed for t in ts)
+    tf.dispose(r)
+    assert all(t.is_disposed for t in ts)
+
+
+def test_item_assignment_says_tensors_are_immutable():
+    x = tf.tensor([1.0, 2.0])
+    with pytest.raises(tf.errors.ArgumentError, match=r"Tensors are immutable .*tf\.where"):
+        x[0] = 5.0
+    assert x.array_sync() == [1.0, 2.0]

@@ -32,7 +32,8 @@ def central_diff(f, x, eps=1e-6):
 X = np.array([[0.2, 0.35], [0.5, 0.8]])
 Y = np.array([[0.3, 0.9], [0.45, 0.6]])
 _DOMAIN = {np.arccosh: X + 1.0}                       # defined above 1 only
-_BOOL_IN = {np.logical_not, np.logical_and, np.logical_or, np.logical_xor}
+_BOOL_IN = {np.logical_not, np.logical_and, np.logical_or, np.logical_xor, np.bitwise_and,
+            np.bitwise_or, np.bitwise_xor}
 _NOT_SMOOTH = {np.sign, np.floor, np.ceil, np.rint, np.isnan, np.isinf, np.isfinite,
                np.floor_divide, np.remainder, np.equal, np.not_equal, np.less,
                np.less_equal, np.greater, np.greater_equal, np.absolute, np.fabs,
@@ -580,3 +581,18 @@ def test_expand_dims_takes_numpy_tuples_of_axes(axis):
     np.testing.assert_array_equal(g.numpy(), np.full(T.shape, 2.0))
     with pytest.raises(tf.errors.ArgumentError, match="np.expand_dims: axis .* repeats"):
         np.expand_dims(f64(T), (1, 1))
+
+
+def test_numpy_bitwise_operators_on_either_side_give_tensors():
+    # with the NumPy value on the left, & | ^ fell back to NumPy and returned an ndarray
+    xb = tf.tensor([True, False])
+    for got, want in ((np.bool_(True) & xb, [True, False]),
+                      (np.array([False, True]) | xb, [True, True]),
+                      (np.array([True, True]) ^ xb, [False, True]),
+                      (xb & np.bool_(True), [True, False])):
+        assert isinstance(got, tf.Tensor) and got.array_sync() == want
+    xi = tf.tensor([5, 6], dtype="int32")
+    assert np.bitwise_and(xi, tf.tensor([3, 3], dtype="int32")).array_sync() == [1, 2]
+    with pytest.raises(tf.errors.DtypeError, match=r"np.bitwise_or takes two bool tensors "
+                                                   r"\(the logical op\), got int32 and int"):
+        np.bitwise_or(xi, 1)

@@ -29,6 +29,7 @@ import numpy as np
 from .. import batching as V
 from .. import dtypes
 from .. import engine as E
+from .. import recording
 from .. import user_frames
 from ..arg_checks import (alive, as_int, as_ints, as_number, flag, norm_axes,  # noqa: F401
                     norm_axis)  # (re-exported: the family files import them from here)
@@ -465,5 +466,7 @@ def cast(x, dtype):
                          "'int32' or 'bool'")
     dt = dtypes.canonical(dtype, fn="cast()")
     if dt == x.dtype:
-        return alive(x, _cast)
+        # a new tensor (see shape.unchanged), except inside gradient rules
+        alive(x, _cast)
+        return x if recording.in_backward() else E.run_kernel(_cast, (x,), {"dtype": dt})
     return E.run_kernel(_cast, (x,), {"dtype": dt})

@@ -12,6 +12,7 @@ import numpy as np
 from .. import batching as V
 from .. import dtypes
 from .. import engine as E
+from .. import recording
 from ..errors import ArgumentError, ShapeError
 from ..tensor import Tensor, varargs_method
 from ..arg_checks import alive, as_number, check_alloc, norm_perm
@@ -93,6 +94,17 @@ def _(dy, x, shape):
     return reshape(dy, _lead(dy, len(shape)) + x.shape)
 
 
+
+def unchanged(x, prim):
+    """x's values as a new tensor sharing its buffer, for an op that changes nothing
+    (reshape to the same shape, transpose by the identity...): as in TF.js a new tensor, so
+    disposing it leaves x alone and a variable's "snapshot" does not follow its later
+    assigns. Inside gradient rules, x itself (nobody holds rule results but the sweep)."""
+    alive(x, prim)
+    if recording.in_backward():
+        return x
+    return E.run_kernel(_reshape, (x,), {"shape": x.shape})
+
 @export
 def reshape(x, shape):
     """x with a new shape of the same size; one entry may be -1 (inferred).
@@ -106,7 +118,7 @@ def reshape(x, shape):
         shape = (shape,)
     shape = as_ints(shape, "shape", "reshape")
     if shape == x.shape:
-        return alive(x, _reshape)
+        return unchanged(x, _reshape)
     size = x.size
     if shape.count(-1) > 1:
         raise ShapeError(f"Shapes can only have 1 implicit size. Found -1 at dims "
@@ -224,7 +236,7 @@ def transpose(x, perm=None):
     r = x.rank
     perm = norm_perm(perm, r, "transpose")
     if perm == tuple(range(r)):
-        return alive(x, _transpose)
+        return unchanged(x, _transpose)
     return E.run_kernel(_transpose, (x,), {"perm": perm})
 
 
@@ -258,7 +270,7 @@ def broadcast_to(x, shape):
     x = as_tensor(x, "broadcast_to")
     shape = as_ints(shape, "shape", "broadcast_to()", 0)
     if shape == x.shape:
-        return alive(x, _broadcast_to)
+        return unchanged(x, _broadcast_to)
     lead = len(shape) - x.rank
     ok = lead >= 0 and all(s == d or s == 1 for s, d in zip(x.shape, shape[lead:]))
     if not ok:
@@ -457,7 +469,7 @@ def slice(x, begin, size=None):  # noqa: A001 - the TF.js name
                              f"a tensor of shape {x.shape} (axis {k}).")
         out.append(s)
     if tuple(out) == x.shape:
-        return alive(x, _slice)
+        return unchanged(x, _slice)
     return E.run_kernel(_slice, (x,), {"begin": tuple(begin), "size": tuple(out)})
 
 
@@ -522,7 +534,7 @@ def reverse(x, axis=None):
     x = as_tensor(x, "reverse")
     axes = norm_axes(axis, x.rank, "reverse")
     if not axes:
-        return alive(x, _reverse)
+        return unchanged(x, _reverse)
     return E.run_kernel(_reverse, (x,), {"axes": axes})
 
 
@@ -557,6 +569,6 @@ def tile(x, reps):
         raise ShapeError(f"Error in tile: reps {list(reps)} must have one non-negative entry "
                          f"per axis of x (rank {x.rank})")
     if all(r == 1 for r in reps):
-        return alive(x, _tile)
+        return unchanged(x, _tile)
     check_alloc(tuple(n * r for n, r in zip(x.shape, reps)), x.dtype, "tile")
     return E.run_kernel(_tile, (x,), {"reps": reps})
