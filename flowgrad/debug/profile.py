@@ -136,13 +136,22 @@ class _Run:
         self.peak = total_bytes()
 
     def kernel(self, prim, inputs, attrs, out, dt):
+        self.entry(prim.name, dt, inputs, out if isinstance(out, tuple) else (out,),
+                   lambda: _attrs_text(attrs))
+
+    def replay(self, name, dt, inputs, outputs, kernels):
+        """A tf.jit replay: one entry for its kernels together (no entry times each)."""
+        self.entry(name, dt, inputs, outputs, lambda: f"a tf.jit replay of {kernels} kernels")
+
+    def entry(self, name, dt, inputs, outs, extra):
+        """Count ``dt`` seconds of kernels, and keep their entry (``extra()``: its
+        extra_info, made only when kept)."""
         self.kernel_s += dt
         self.peak = max(self.peak, total_bytes())
         if not self.keep:
             return
-        outs = out if isinstance(out, tuple) else (out,)
         self.kernels.append(KernelInfo(
-            name=prim.name,
+            name=name,
             bytes_added=sum(E.nbytes(o) for o in outs),
             total_bytes_snapshot=total_bytes(),
             tensors_added=len(outs),
@@ -150,24 +159,7 @@ class _Run:
             input_shapes=[list(t.shape) for t in inputs],
             output_shapes=[list(o.shape) for o in outs],
             kernel_time_ms=dt * 1000.0,
-            extra_info=_attrs_text(attrs)))
-
-
-    def replay(self, name, dt, inputs, outputs, kernels):
-        """A tf.jit replay: one entry for its kernels together (no entry times each)."""
-        self.kernel_s += dt
-        self.peak = max(self.peak, total_bytes())
-        if self.keep:
-            self.kernels.append(KernelInfo(
-                name=name,
-                bytes_added=sum(E.nbytes(o) for o in outputs),
-                total_bytes_snapshot=total_bytes(),
-                tensors_added=len(outputs),
-                total_tensors_snapshot=memory_counts()[0],
-                input_shapes=[list(t.shape) for t in inputs],
-                output_shapes=[list(o.shape) for o in outputs],
-                kernel_time_ms=dt * 1000.0,
-                extra_info=f"a tf.jit replay of {kernels} kernels"))
+            extra_info=extra()))
 
 
 def _check(f, api):
